@@ -1,0 +1,1 @@
+//! firstbad: automated bisection of Linux kernel performance regressions.
