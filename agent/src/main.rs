@@ -1,1 +1,96 @@
-fn main() {}
+//! `firstbad-agent`: runs I/O workloads on a test host and reports every sample over HTTP.
+//!
+//! It runs as PID 1's child in a tiny initramfs (busybox, no `/etc/passwd`, no DNS), so it
+//! needs nothing beyond the kernel, `/proc` and its token file.
+
+mod identity;
+mod server;
+mod workloads;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Command line of `firstbad-agent`.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Address to listen on (an IP and port, no host names: there is no DNS on a test host).
+    #[arg(long, default_value_t = SocketAddr::from(([0, 0, 0, 0], firstbad_wire::GUEST_AGENT_PORT)))]
+    listen: SocketAddr,
+    /// File holding the bearer token every request must carry (surrounding whitespace ignored).
+    #[arg(long, conflicts_with = "token", required_unless_present = "token")]
+    token_file: Option<PathBuf>,
+    /// The bearer token itself, instead of --token-file (visible in `ps`: for tests).
+    #[arg(long)]
+    token: Option<String>,
+    /// Directory the workloads write into; the agent writes nowhere else.
+    #[arg(long)]
+    scratch: PathBuf,
+    /// Allow workloads that run commands (reserved: no such workload exists in protocol v1).
+    #[arg(long)]
+    allow_command: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("firstbad-agent: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Checks the command line, then serves the API until the process is killed.
+fn run(cli: Cli) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+
+    let token = match (&cli.token, &cli.token_file) {
+        (Some(token), _) => token.trim().to_owned(),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("--token-file {}: cannot read", path.display()))?
+            .trim()
+            .to_owned(),
+        (None, None) => bail!("give --token-file or --token"),
+    };
+    if token.is_empty() {
+        bail!("the token is empty: put a secret in --token-file (or --token)");
+    }
+    let scratch = std::fs::canonicalize(&cli.scratch)
+        .with_context(|| format!("--scratch {}: cannot resolve", cli.scratch.display()))?;
+    if !scratch.is_dir() {
+        bail!("--scratch {}: not a directory", scratch.display());
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(cli.listen)
+            .await
+            .with_context(|| format!("--listen {}: cannot bind", cli.listen))?;
+        let bound = listener
+            .local_addr()
+            .context("cannot read the bound address")?;
+        // The orchestrator and the tests wait for exactly this line.
+        eprintln!("firstbad-agent: listening on {bound}");
+        if cli.allow_command {
+            tracing::info!("--allow-command given, but no workload of protocol v1 runs commands");
+        }
+        let app = server::router(server::AppState::new(token, scratch));
+        axum::serve(listener, app)
+            .await
+            .context("HTTP server failed")
+    })
+}

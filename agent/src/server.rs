@@ -1,0 +1,345 @@
+//! The HTTP API: routes, bearer-token check, error bodies, and the in-memory run table.
+
+use crate::{identity, workloads};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use firstbad_wire::{ApiError, Identity, RunRequest, RunStarted, RunState, RunStatus};
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// Largest request body: a run request is a few hundred bytes.
+const BODY_LIMIT: usize = 64 * 1024;
+/// Finished runs kept for polling; older ones are forgotten (each may hold 1M samples).
+const KEPT_RUNS: usize = 32;
+/// How long a cancel request waits for the workload to stop and clean up before answering.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// Shared state of the server: the token, the scratch directory and the runs.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+struct Inner {
+    token: Vec<u8>,
+    scratch: PathBuf,
+    runs: Mutex<Runs>,
+    /// Woken whenever a run leaves `Running`.
+    run_ended: Notify,
+    /// Makes run ids unique across agent restarts on the same host.
+    id_prefix: String,
+    next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct Runs {
+    by_id: HashMap<String, Run>,
+    /// Run ids, oldest first, to forget the oldest finished runs.
+    order: VecDeque<String>,
+    /// The run in progress; there is at most one.
+    running: Option<String>,
+}
+
+struct Run {
+    status: RunStatus,
+    cancel: Arc<AtomicBool>,
+}
+
+impl AppState {
+    /// State for a server that accepts `token` and runs workloads in `scratch`.
+    pub fn new(token: String, scratch: PathBuf) -> Self {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        AppState(Arc::new(Inner {
+            token: token.into_bytes(),
+            scratch,
+            runs: Mutex::new(Runs::default()),
+            run_ended: Notify::new(),
+            id_prefix: format!("{started:x}"),
+            next_id: AtomicU64::new(1),
+        }))
+    }
+
+    fn runs(&self) -> MutexGuard<'_, Runs> {
+        // The table is consistent after every statement, so a panic elsewhere cannot break it.
+        self.0.runs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The API's router: every route, behind the bearer-token check and the body limit.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/identity", get(get_identity))
+        .route("/v1/runs", post(start_run))
+        .route("/v1/runs/:id", get(get_run))
+        .route("/v1/runs/:id/cancel", post(cancel_run))
+        .fallback(no_such_endpoint)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .with_state(state)
+}
+
+/// An error answer: a status and an [`ApiError`] body saying what went wrong.
+#[derive(Debug)]
+pub struct AppError {
+    status: StatusCode,
+    message: String,
+}
+
+impl AppError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        AppError {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let body = Json(ApiError {
+            error: self.message,
+        });
+        if self.status == StatusCode::UNAUTHORIZED {
+            (self.status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+        } else {
+            (self.status, body).into_response()
+        }
+    }
+}
+
+impl From<JsonRejection> for AppError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = rejection.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("request body is larger than {BODY_LIMIT} bytes")
+        } else {
+            format!("request body: {}", rejection.body_text())
+        };
+        AppError::new(status, message)
+    }
+}
+
+/// Refuses every request without `Authorization: Bearer <token>`.
+async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    match presented {
+        Some(token) if constant_time_eq(token, &state.0.token) => next.run(request).await,
+        Some(_) => AppError::new(StatusCode::UNAUTHORIZED, "wrong bearer token").into_response(),
+        None => AppError::new(
+            StatusCode::UNAUTHORIZED,
+            "missing `Authorization: Bearer <token>` header",
+        )
+        .into_response(),
+    }
+}
+
+/// Compares without an early exit, so that timing does not reveal how much of a guess matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+async fn no_such_endpoint(method: Method, uri: Uri) -> AppError {
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        format!("no endpoint {method} {uri}; protocol v1 has /v1/identity and /v1/runs"),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> AppError {
+    AppError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{uri} does not take {method}"),
+    )
+}
+
+async fn get_identity() -> Result<Json<Identity>, AppError> {
+    identity::identity()
+        .map(Json)
+        .map_err(|e| AppError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+async fn start_run(
+    State(state): State<AppState>,
+    body: Result<Json<RunRequest>, JsonRejection>,
+) -> Result<(StatusCode, Json<RunStarted>), AppError> {
+    let Json(RunRequest { workload }) = body?;
+    workloads::validate(&workload)
+        .map_err(|e| AppError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    let scratch = &state.0.scratch;
+    let needed = workloads::bytes_needed(&workload);
+    let free = workloads::free_bytes(scratch).map_err(|e| {
+        AppError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("scratch {}: statvfs: {e}", scratch.display()),
+        )
+    })?;
+    if needed > free {
+        return Err(AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "scratch {} has {} MiB free, but this {} run writes up to {} MiB",
+                scratch.display(),
+                free >> 20,
+                workload.kind(),
+                needed.div_ceil(1 << 20),
+            ),
+        ));
+    }
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    let id = {
+        let mut runs = state.runs();
+        if let Some(running) = &runs.running {
+            return Err(AppError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "run {running} is still running and the agent runs one workload at a time; \
+                     wait for it or POST /v1/runs/{running}/cancel"
+                ),
+            ));
+        }
+        let n = state.0.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}-{n}", state.0.id_prefix);
+        let status = RunStatus {
+            id: id.clone(),
+            state: RunState::Running,
+            result: None,
+            error: None,
+        };
+        let run = Run {
+            status,
+            cancel: cancel.clone(),
+        };
+        runs.by_id.insert(id.clone(), run);
+        runs.order.push_back(id.clone());
+        runs.running = Some(id.clone());
+        forget_old_runs(&mut runs);
+        id
+    };
+
+    tracing::info!(run = %id, kind = workload.kind(), "run started");
+    // The id is ours (hex and digits), so the run directory stays inside scratch.
+    let run_dir = scratch.join(format!("firstbad-run-{id}"));
+    let task_state = state.clone();
+    let task_id = id.clone();
+    tokio::spawn(async move {
+        let outcome =
+            tokio::task::spawn_blocking(move || workloads::run(&workload, &run_dir, &cancel)).await;
+        finish(&task_state, &task_id, outcome);
+    });
+    Ok((StatusCode::ACCEPTED, Json(RunStarted { id })))
+}
+
+/// Records how a run ended and frees the agent for the next one.
+fn finish(
+    state: &AppState,
+    id: &str,
+    outcome: Result<Result<workloads::Outcome, workloads::WorkloadError>, tokio::task::JoinError>,
+) {
+    let mut runs = state.runs();
+    if let Some(run) = runs.by_id.get_mut(id) {
+        let status = &mut run.status;
+        match outcome {
+            Ok(Ok(workloads::Outcome::Done(result))) => {
+                status.state = RunState::Done;
+                status.result = Some(result);
+            }
+            Ok(Ok(workloads::Outcome::Cancelled)) => status.state = RunState::Cancelled,
+            Ok(Err(e)) => {
+                status.state = RunState::Failed;
+                status.error = Some(e.to_string());
+            }
+            Err(e) => {
+                status.state = RunState::Failed;
+                status.error = Some(format!("workload task failed: {e}"));
+            }
+        }
+        tracing::info!(run = %id, state = ?status.state, error = status.error, "run ended");
+    }
+    runs.running = None;
+    drop(runs);
+    state.0.run_ended.notify_waiters();
+}
+
+/// Forgets the oldest finished runs beyond [`KEPT_RUNS`].
+fn forget_old_runs(runs: &mut Runs) {
+    while runs.order.len() > KEPT_RUNS {
+        let Some(oldest) = runs.order.pop_front() else {
+            break;
+        };
+        if runs.running.as_deref() == Some(oldest.as_str()) {
+            runs.order.push_front(oldest);
+            break;
+        }
+        runs.by_id.remove(&oldest);
+    }
+}
+
+fn unknown_run(id: &str) -> AppError {
+    AppError::new(StatusCode::NOT_FOUND, format!("no run {id} on this agent"))
+}
+
+async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<RunStatus>, AppError> {
+    let runs = state.runs();
+    let run = runs.by_id.get(&id).ok_or_else(|| unknown_run(&id))?;
+    Ok(Json(run.status.clone()))
+}
+
+/// Asks the run to stop, then waits up to [`CANCEL_WAIT`] for it to stop and clean up, so that
+/// the answer usually says `cancelled` already (or `done`, if it finished first).
+async fn cancel_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<RunStatus>, AppError> {
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        // Registered before looking, so that an end between the look and the wait is not missed.
+        let ended = state.0.run_ended.notified();
+        {
+            let runs = state.runs();
+            let run = runs.by_id.get(&id).ok_or_else(|| unknown_run(&id))?;
+            if run.status.state != RunState::Running {
+                return Ok(Json(run.status.clone()));
+            }
+            run.cancel.store(true, Ordering::Relaxed);
+        }
+        if tokio::time::timeout_at(deadline, ended).await.is_err() {
+            let runs = state.runs();
+            let run = runs.by_id.get(&id).ok_or_else(|| unknown_run(&id))?;
+            return Ok(Json(run.status.clone()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_needs_every_byte() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secreT", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"secret"));
+    }
+}

@@ -1,0 +1,337 @@
+//! Black-box tests of the real `firstbad-agent` binary over HTTP, as the orchestrator sees it.
+
+use firstbad_wire::{ApiError, Identity, RunStarted, RunState, RunStatus};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "test-token-0123456789";
+
+/// A running agent on 127.0.0.1 with its own scratch directory; killed on drop.
+struct Agent {
+    child: Child,
+    base: String,
+    scratch: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+impl Agent {
+    fn start() -> Agent {
+        let scratch = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+            .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
+            .arg(scratch.path())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start firstbad-agent");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Keep draining stderr after the first line so that the agent never blocks on it.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("firstbad-agent: listening on ") {
+                    let _ = tx.send(addr.to_owned());
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("agent printed its listening line");
+        Agent {
+            child,
+            base: format!("http://{addr}"),
+            scratch,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn post_run(&self, workload: Value) -> reqwest::Response {
+        self.http
+            .post(self.url("/v1/runs"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "workload": workload }))
+            .send()
+            .await
+            .expect("POST /v1/runs")
+    }
+
+    async fn status(&self, id: &str) -> RunStatus {
+        let resp = self
+            .http
+            .get(self.url(&format!("/v1/runs/{id}")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("GET run");
+        assert_eq!(resp.status(), StatusCode::OK);
+        resp.json().await.expect("RunStatus body")
+    }
+
+    async fn wait_until_not_running(&self, id: &str, timeout: Duration) -> RunStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let status = self.status(id).await;
+            if status.state != RunState::Running {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "run {id} still running after {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn scratch_entries(&self) -> Vec<String> {
+        std::fs::read_dir(self.scratch.path())
+            .expect("read scratch")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn small_run() -> Value {
+    json!({
+        "kind": "fsync-latency", "writers": 1, "writer_bytes": 8 << 20,
+        "writer_block_bytes": 65536, "append_bytes": 4096, "fsyncs": 20, "interval_ms": 1,
+        "warmup_ms": 50
+    })
+}
+
+/// A run that would take hours unless cancelled.
+fn long_run() -> Value {
+    json!({
+        "kind": "fsync-latency", "writers": 1, "writer_bytes": 32 << 20,
+        "writer_block_bytes": 65536, "append_bytes": 4096, "fsyncs": 1_000_000,
+        "interval_ms": 10, "warmup_ms": 0
+    })
+}
+
+async fn api_error(resp: reqwest::Response) -> String {
+    resp.json::<ApiError>().await.expect("ApiError body").error
+}
+
+#[tokio::test]
+async fn requests_without_the_right_token_get_401() {
+    let agent = Agent::start();
+    let none = agent
+        .http
+        .get(agent.url("/v1/identity"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(none.status(), StatusCode::UNAUTHORIZED);
+    assert!(api_error(none).await.contains("Authorization"));
+
+    let wrong = agent
+        .http
+        .get(agent.url("/v1/identity"))
+        .bearer_auth("test-token-0123456788")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(api_error(wrong).await, "wrong bearer token");
+
+    // Runs cannot be started without the token either.
+    let run = agent
+        .http
+        .post(agent.url("/v1/runs"))
+        .json(&json!({ "workload": small_run() }))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(run.status(), StatusCode::UNAUTHORIZED);
+    assert!(agent.scratch_entries().is_empty());
+}
+
+#[tokio::test]
+async fn identity_is_this_machines_kernel() {
+    let agent = Agent::start();
+    let resp = agent
+        .http
+        .get(agent.url("/v1/identity"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("GET identity");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id: Identity = resp.json().await.expect("Identity body");
+    let uname = Command::new("uname").arg("-r").output().expect("uname -r");
+    assert_eq!(
+        id.kernel_release,
+        String::from_utf8_lossy(&uname.stdout).trim()
+    );
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot_id");
+    assert_eq!(id.boot_id, boot_id.trim());
+    assert_eq!(id.protocol, firstbad_wire::PROTOCOL_VERSION);
+    assert_eq!(id.agent_version, env!("CARGO_PKG_VERSION"));
+    assert!(!id.hostname.is_empty());
+}
+
+#[tokio::test]
+async fn a_small_fsync_latency_run_reports_every_fsync() {
+    let agent = Agent::start();
+    let resp = agent.post_run(small_run()).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let started: RunStarted = resp.json().await.expect("RunStarted body");
+    let status = agent
+        .wait_until_not_running(&started.id, Duration::from_secs(120))
+        .await;
+    assert_eq!(status.state, RunState::Done, "{:?}", status.error);
+    let result = status.result.expect("a done run has a result");
+    assert_eq!(result.kind, "fsync-latency");
+    let series = &result.series["fsync_latency"];
+    assert_eq!(series.unit, "ms");
+    assert_eq!(series.samples.len(), 20);
+    assert!(
+        series.samples.iter().all(|&ms| ms > 0.0),
+        "{:?}",
+        series.samples
+    );
+    let m = &result.metrics;
+    assert!(m["fsync_latency_p50_ms"] > 0.0);
+    assert!(m["fsync_latency_p50_ms"] <= m["fsync_latency_p99_ms"]);
+    assert!(m["fsync_latency_p99_ms"] <= m["fsync_latency_max_ms"]);
+    let max = series.samples.iter().cloned().fold(0.0, f64::max);
+    assert_eq!(m["fsync_latency_max_ms"], max);
+    assert_eq!(m["fsyncs"], 20.0);
+    assert!(m["writer_mb_s"] > 0.0, "{m:?}");
+    assert!(result.duration_s > 0.0);
+    assert!(
+        agent.scratch_entries().is_empty(),
+        "{:?}",
+        agent.scratch_entries()
+    );
+}
+
+#[tokio::test]
+async fn one_run_at_a_time_and_cancel_cleans_up() {
+    let agent = Agent::start();
+    let resp = agent.post_run(long_run()).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let started: RunStarted = resp.json().await.expect("RunStarted body");
+    assert_eq!(agent.status(&started.id).await.state, RunState::Running);
+
+    let second = agent.post_run(small_run()).await;
+    assert_eq!(second.status(), StatusCode::CONFLICT);
+    let why = api_error(second).await;
+    assert!(
+        why.contains(&started.id) && why.contains("one workload at a time"),
+        "{why}"
+    );
+
+    // Let the workload create its files before cancelling.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = agent
+        .http
+        .post(agent.url(&format!("/v1/runs/{}/cancel", started.id)))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("POST cancel");
+    assert_eq!(cancel.status(), StatusCode::OK);
+    let status: RunStatus = cancel.json().await.expect("RunStatus body");
+    assert_eq!(status.state, RunState::Cancelled);
+    assert!(status.result.is_none());
+    assert!(
+        agent.scratch_entries().is_empty(),
+        "{:?}",
+        agent.scratch_entries()
+    );
+
+    // The agent is free again.
+    let third = agent.post_run(small_run()).await;
+    assert_eq!(third.status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn unknown_runs_are_404() {
+    let agent = Agent::start();
+    for (method, path) in [
+        (reqwest::Method::GET, "/v1/runs/nope"),
+        (reqwest::Method::POST, "/v1/runs/nope/cancel"),
+    ] {
+        let resp = agent
+            .http
+            .request(method, agent.url(path))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        assert!(api_error(resp).await.contains("nope"));
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_a_4xx_that_says_why() {
+    let agent = Agent::start();
+    let post_raw = |body: String| {
+        agent
+            .http
+            .post(agent.url("/v1/runs"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+
+    let malformed = post_raw(r#"{"workload": {"kind": "fsync-latency", "#.to_owned())
+        .await
+        .expect("POST");
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    assert!(api_error(malformed).await.contains("request body"));
+
+    let unknown = agent.post_run(json!({ "kind": "disk-melter" })).await;
+    assert_eq!(unknown.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(api_error(unknown).await.contains("disk-melter"));
+
+    let mut misspelt = small_run();
+    misspelt["fsync_count"] = json!(3);
+    let misspelt = agent.post_run(misspelt).await;
+    assert_eq!(misspelt.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(api_error(misspelt).await.contains("fsync_count"));
+
+    let mut zero = small_run();
+    zero["fsyncs"] = json!(0);
+    let zero = agent.post_run(zero).await;
+    assert_eq!(zero.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(api_error(zero).await.contains("fsyncs = 0"));
+
+    let mut too_big_block = small_run();
+    too_big_block["writer_block_bytes"] = json!((64 << 20) + 1);
+    let too_big_block = agent.post_run(too_big_block).await;
+    assert_eq!(too_big_block.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(api_error(too_big_block)
+        .await
+        .contains("writer_block_bytes"));
+
+    let mut no_room = small_run();
+    no_room["writer_bytes"] = json!(1u64 << 60);
+    let no_room = agent.post_run(no_room).await;
+    assert_eq!(no_room.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(api_error(no_room).await.contains("MiB free"));
+
+    let oversized = post_raw(format!(r#"{{"pad": "{}"}}"#, "x".repeat(100 * 1024)))
+        .await
+        .expect("POST");
+    assert_eq!(oversized.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(api_error(oversized).await.contains("larger than"));
+
+    // Nothing was started by any of these.
+    assert!(agent.scratch_entries().is_empty());
+}
