@@ -1,1 +1,17 @@
 //! firstbad: automated bisection of Linux kernel performance regressions.
+//!
+//! The hunt loop ([`hunt`]) decides; the builder ([`build`]) and the test hosts ([`hosts`])
+//! execute. [`search`] and [`classify`] are pure and carry the logic worth testing hard;
+//! [`journal`] records every step before it is taken so that a killed hunt resumes exactly.
+
+pub mod agent_client;
+pub mod build;
+pub mod classify;
+pub mod config;
+pub mod error;
+pub mod history;
+pub mod hosts;
+pub mod hunt;
+pub mod journal;
+pub mod report;
+pub mod search;

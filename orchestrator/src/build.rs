@@ -1,0 +1,416 @@
+//! The builder: checks a candidate out into a git worktree and builds its kernel out of tree.
+//!
+//! One source worktree and one `O=` build directory per (repository, kernel config,
+//! toolchain, make arguments), kept between candidates so that each build is incremental;
+//! ccache when installed. The booted kernel is verified later through `CONFIG_LOCALVERSION`,
+//! which carries the commit's short id. Finished kernels are cached by commit and key.
+//! A failed build is not an error of the hunt: it is a skip, with the root-cause lines kept.
+
+use crate::config::{BuildConfig, Ccache};
+use crate::journal::BuildOutcome;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The builder could not do its job (as opposed to the candidate failing to build).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// git failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    /// A file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// ccache was required but is not installed.
+    #[error("build.ccache = \"on\" but ccache is not on PATH: install it (apt install ccache) or set \"auto\"")]
+    NoCcache,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BuildError {
+    let what = what.into();
+    move |source| BuildError::Io { what, source }
+}
+
+/// The length of the commit id in `CONFIG_LOCALVERSION` (`-fb<12 hex>`), like `git log --abbrev=12`.
+pub const ID_LEN: usize = 12;
+
+/// The `CONFIG_LOCALVERSION` suffix for a commit.
+pub fn local_version(commit: &str) -> String {
+    format!("-fb{}", &commit[..ID_LEN.min(commit.len())])
+}
+
+/// Builds kernels for one repository and one build configuration.
+pub struct Builder {
+    repo_path: PathBuf,
+    cfg: BuildConfig,
+    key: String,
+    work: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl Builder {
+    /// Prepares (or reuses) the worktree and build directory, taking an exclusive lock on
+    /// them so that two hunts never build in the same directory at once.
+    pub fn new(repo_path: &Path, cfg: &BuildConfig) -> Result<Builder, BuildError> {
+        if cfg.ccache == Ccache::On && !on_path("ccache") {
+            return Err(BuildError::NoCcache);
+        }
+        let base_config = std::fs::read(&cfg.kernel_config)
+            .map_err(io(format!("reading {}", cfg.kernel_config.display())))?;
+        let toolchain = toolchain_id(&cfg.make_args);
+        let repo_path = std::fs::canonicalize(repo_path)
+            .map_err(io(format!("repository {}", repo_path.display())))?;
+        let mut material = Vec::new();
+        material.extend_from_slice(repo_path.to_string_lossy().as_bytes());
+        material.push(0);
+        material.extend_from_slice(&base_config);
+        material.push(0);
+        material.extend_from_slice(toolchain.as_bytes());
+        for a in &cfg.make_args {
+            material.push(0);
+            material.extend_from_slice(a.as_bytes());
+        }
+        let key =
+            git2::Oid::hash_object(git2::ObjectType::Blob, &material)?.to_string()[..16].to_owned();
+        let work = cfg.cache_dir.join("work").join(&key);
+        std::fs::create_dir_all(&work).map_err(io(format!("creating {}", work.display())))?;
+        let lock_path = work.join("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(format!("opening {}", lock_path.display())))?;
+        flock_exclusive(&lock, &lock_path)?;
+        Ok(Builder {
+            repo_path,
+            cfg: cfg.clone(),
+            key,
+            work,
+            _lock: lock,
+        })
+    }
+
+    /// The key of this build configuration (part of every cached artifact's path).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn artifact_dir(&self, commit: &str) -> PathBuf {
+        self.cfg
+            .cache_dir
+            .join("kernels")
+            .join(format!("{commit}-{}", self.key))
+    }
+
+    /// A kernel already built for this commit and key, if cached.
+    pub fn cached(&self, commit: &str) -> Option<BuildOutcome> {
+        let dir = self.artifact_dir(commit);
+        let release = std::fs::read_to_string(dir.join("kernelrelease")).ok()?;
+        let image = dir.join("bzImage");
+        image.is_file().then(|| BuildOutcome::Built {
+            kernel_release: release.trim().to_owned(),
+            image,
+            log: dir.join("build.log"),
+            seconds: 0.0,
+        })
+    }
+
+    /// Builds `commit` (full hex id), or returns the cached kernel.
+    pub fn build(&self, commit: &str) -> Result<BuildOutcome, BuildError> {
+        if let Some(hit) = self.cached(commit) {
+            return Ok(hit);
+        }
+        let started = Instant::now();
+        let src = self.checkout(commit)?;
+        let build_dir = self.work.join("build");
+        std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
+        let out = self.artifact_dir(commit);
+        std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
+        let log_path = out.join("build.log");
+        let mut log = std::fs::File::create(&log_path)
+            .map_err(io(format!("creating {}", log_path.display())))?;
+        writeln!(log, "# firstbad build of {commit} (key {})", self.key).ok();
+
+        let mut config = std::fs::read_to_string(&self.cfg.kernel_config)
+            .map_err(io(format!("reading {}", self.cfg.kernel_config.display())))?;
+        config.push_str(&format!(
+            "\n# added by firstbad\nCONFIG_LOCALVERSION=\"{}\"\n# CONFIG_LOCALVERSION_AUTO is not set\n",
+            local_version(commit)
+        ));
+        std::fs::write(build_dir.join(".config"), config).map_err(io("writing .config"))?;
+
+        let deadline = started + Duration::from_secs(self.cfg.timeout_s);
+        let jobs = format!("-j{}", self.cfg.jobs);
+        for target in [&["olddefconfig"][..], &[jobs.as_str(), "bzImage"][..]] {
+            match self.make(&src, &build_dir, target, &mut log, deadline)? {
+                MakeResult::Ok => {}
+                MakeResult::Failed(code) => {
+                    drop(log);
+                    let mut error_lines = error_lines(&log_path);
+                    if error_lines.is_empty() {
+                        error_lines.push(format!("make {} exited {code}", target.join(" ")));
+                    }
+                    return Ok(BuildOutcome::Failed {
+                        log: log_path,
+                        error_lines,
+                    });
+                }
+                MakeResult::TimedOut => {
+                    return Ok(BuildOutcome::Failed {
+                        log: log_path,
+                        error_lines: vec![format!(
+                            "build timed out after {} s (build.timeout_s)",
+                            self.cfg.timeout_s
+                        )],
+                    })
+                }
+            }
+        }
+
+        let release = Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(&src)
+            .arg(format!("O={}", build_dir.display()))
+            .args(&self.cfg.make_args)
+            .arg("kernelrelease")
+            .stderr(Stdio::null())
+            .output()
+            .map_err(io("running make kernelrelease"))?;
+        let kernel_release = String::from_utf8_lossy(&release.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        let image_src = build_dir.join("arch/x86/boot/bzImage");
+        let image = out.join("bzImage");
+        let tmp = out.join("bzImage.tmp");
+        std::fs::copy(&image_src, &tmp).map_err(io(format!("copying {}", image_src.display())))?;
+        std::fs::rename(&tmp, &image).map_err(io("storing bzImage"))?;
+        // Written last: its presence marks a complete cached kernel.
+        std::fs::write(out.join("kernelrelease"), format!("{kernel_release}\n"))
+            .map_err(io("storing kernelrelease"))?;
+        let seconds = started.elapsed().as_secs_f64();
+        writeln!(log, "# built {kernel_release} in {seconds:.1} s").ok();
+        Ok(BuildOutcome::Built {
+            kernel_release,
+            image,
+            log: log_path,
+            seconds,
+        })
+    }
+
+    /// Checks `commit` out into this key's worktree (a linked worktree of the user's
+    /// repository, detached HEAD; the user's own checkout is never touched). Only files
+    /// that differ are rewritten, so make rebuilds only what changed.
+    fn checkout(&self, commit: &str) -> Result<PathBuf, BuildError> {
+        let src = self.work.join("src");
+        let name = format!("firstbad-{}", self.key);
+        let repo = git2::Repository::open(&self.repo_path)?;
+        let oid = git2::Oid::from_str(commit)?;
+        let target = repo.find_commit(oid)?;
+        if !src.join(".git").exists() {
+            if let Ok(stale) = repo.find_worktree(&name) {
+                let mut opts = git2::WorktreePruneOptions::new();
+                opts.valid(true).working_tree(true).locked(true);
+                stale.prune(Some(&mut opts))?;
+            }
+            if src.exists() {
+                std::fs::remove_dir_all(&src).map_err(io("removing a stale worktree"))?;
+            }
+            // libgit2 adds a worktree on a new branch; create it at the target, then detach
+            // and delete the branch so the user's repository keeps no trace but the worktree.
+            let branch = repo.branch(&name, &target, true)?;
+            let mut opts = git2::WorktreeAddOptions::new();
+            opts.reference(Some(branch.get()));
+            repo.worktree(&name, &src, Some(&opts))?;
+            let wt = git2::Repository::open(&src)?;
+            wt.set_head_detached(oid)?;
+            drop(wt);
+            repo.find_branch(&name, git2::BranchType::Local)?.delete()?;
+        }
+        let wt = git2::Repository::open(&src)?;
+        let mut co = git2::build::CheckoutBuilder::new();
+        co.force().remove_untracked(false);
+        wt.checkout_tree(target.as_object(), Some(&mut co))?;
+        wt.set_head_detached(oid)?;
+        Ok(src)
+    }
+
+    fn make(
+        &self,
+        src: &Path,
+        build_dir: &Path,
+        target: &[&str],
+        log: &mut std::fs::File,
+        deadline: Instant,
+    ) -> Result<MakeResult, BuildError> {
+        let mut cmd = Command::new("make");
+        cmd.arg("-C")
+            .arg(src)
+            .arg(format!("O={}", build_dir.display()))
+            .args(&self.cfg.make_args);
+        let use_ccache = match self.cfg.ccache {
+            Ccache::On => true,
+            Ccache::Auto => on_path("ccache"),
+            Ccache::Off => false,
+        };
+        if use_ccache && !self.cfg.make_args.iter().any(|a| a.starts_with("CC=")) {
+            cmd.arg("CC=ccache gcc");
+            if std::env::var_os("CCACHE_DIR").is_none() {
+                cmd.env("CCACHE_DIR", self.cfg.cache_dir.join("ccache"));
+            }
+        }
+        cmd.args(target)
+            // Fixed build identity: reproducible images, and ccache hits across candidates.
+            .env("KBUILD_BUILD_USER", "firstbad")
+            .env("KBUILD_BUILD_HOST", "firstbad")
+            .env("KBUILD_BUILD_TIMESTAMP", "1970-01-01")
+            .stdin(Stdio::null());
+        writeln!(log, "$ make {}", target.join(" ")).ok();
+        let out = log.try_clone().map_err(io("build log"))?;
+        let err = log.try_clone().map_err(io("build log"))?;
+        cmd.stdout(out).stderr(err);
+        run_with_deadline(cmd, deadline)
+    }
+}
+
+enum MakeResult {
+    Ok,
+    Failed(i32),
+    TimedOut,
+}
+
+fn run_with_deadline(mut cmd: Command, deadline: Instant) -> Result<MakeResult, BuildError> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    let mut child = cmd.spawn().map_err(io("starting make"))?;
+    loop {
+        if let Some(status) = child.try_wait().map_err(io("waiting for make"))? {
+            return Ok(if status.success() {
+                MakeResult::Ok
+            } else {
+                MakeResult::Failed(status.code().unwrap_or(-1))
+            });
+        }
+        if Instant::now() >= deadline {
+            // Kill the whole process group: make's children too.
+            // SAFETY: kill(2) on a process group we created; no memory is involved.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
+            child.wait().ok();
+            return Ok(MakeResult::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The lines of a failed build log that say why: compiler and linker errors, and make's
+/// own `***` lines, at most 20.
+pub fn error_lines(log: &Path) -> Vec<String> {
+    let Ok(f) = std::fs::File::open(log) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(f).lines().map_while(Result::ok) {
+        let l = line.trim_end();
+        let wanted = l.contains(": error:")
+            || l.contains(": fatal error:")
+            || l.contains("undefined reference to")
+            || l.starts_with("make") && l.contains("***") && !l.contains("Waiting for unfinished")
+            || l.starts_with("ERROR:");
+        if wanted {
+            lines.push(l.to_owned());
+            if lines.len() == 20 {
+                break;
+            }
+        }
+    }
+    lines
+}
+
+fn on_path(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+        .unwrap_or(false)
+}
+
+fn toolchain_id(make_args: &[String]) -> String {
+    let cc = make_args
+        .iter()
+        .find_map(|a| a.strip_prefix("CC="))
+        .unwrap_or("gcc")
+        .to_owned();
+    let first = cc.split_whitespace().last().unwrap_or("gcc").to_owned();
+    Command::new(&first)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or(cc)
+}
+
+fn flock_exclusive(f: &std::fs::File, path: &Path) -> Result<(), BuildError> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock(2) on a file descriptor we own.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    tracing::info!("waiting for another firstbad build in {}", path.display());
+    // SAFETY: as above, blocking this time.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(BuildError::Io {
+            what: format!("locking {}", path.display()),
+            source: std::io::Error::last_os_error(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_keep_the_root_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("build.log");
+        std::fs::write(
+            &p,
+            "  CC      fs/ext4/fsync.o\n\
+             ../fs/ext4/fsync.c:42:9: error: 'foo' undeclared (first use in this function)\n\
+             make[3]: *** [../scripts/Makefile.build:250: fs/ext4/fsync.o] Error 1\n\
+             make[1]: *** Waiting for unfinished jobs....\n",
+        )
+        .unwrap();
+        let l = error_lines(&p);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].contains("'foo' undeclared"));
+    }
+
+    #[test]
+    fn local_version_carries_twelve_hex_digits() {
+        assert_eq!(
+            local_version("0123456789abcdef0123456789abcdef01234567"),
+            "-fb0123456789ab"
+        );
+    }
+}

@@ -1,0 +1,629 @@
+//! Hunt configuration: a TOML file parsed into raw structs, then validated once into types
+//! that cannot hold a bad value.
+//!
+//! Relative paths are relative to the directory of the file that names them; `~/` and
+//! `${VAR}` / `${VAR:-default}` are expanded in paths.
+
+use crate::error::ConfigError;
+use firstbad_wire::Workload;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Raw `hunt.toml`, as written by the user.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHunt {
+    hunt: RawHuntSection,
+    build: RawBuild,
+    #[serde(default)]
+    hosts: Vec<RawHost>,
+    workload: RawWorkloadRef,
+    #[serde(default)]
+    classify: RawClassify,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHuntSection {
+    name: String,
+    repo: String,
+    good: String,
+    bad: String,
+    state_dir: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBuild {
+    config: String,
+    cache_dir: Option<String>,
+    jobs: Option<u32>,
+    #[serde(default = "default_ccache")]
+    ccache: String,
+    #[serde(default)]
+    make_args: Vec<String>,
+    timeout_s: Option<u64>,
+}
+
+fn default_ccache() -> String {
+    "auto".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    name: Option<String>,
+    kind: String,
+    memory_mb: Option<u32>,
+    cpus: Option<u32>,
+    accel: Option<String>,
+    boot_timeout_s: Option<u64>,
+    scratch_mb: Option<u32>,
+    extra_cmdline: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkloadRef {
+    file: String,
+    metric: String,
+    #[serde(default = "default_direction")]
+    direction: String,
+    timeout_s: Option<u64>,
+}
+
+fn default_direction() -> String {
+    "lower-is-better".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClassify {
+    baseline_boots: Option<u32>,
+    min_boots: Option<u32>,
+    max_boots: Option<u32>,
+    min_effect: Option<f64>,
+    max_failed_boots: Option<u32>,
+}
+
+/// A validated hunt: everything `firstbad run` needs, with absolute paths.
+#[derive(Debug, Clone)]
+pub struct HuntConfig {
+    /// The file this came from, for messages.
+    pub source: PathBuf,
+    /// Short name of the hunt (used for the default state directory).
+    pub name: String,
+    /// The kernel git repository.
+    pub repo: PathBuf,
+    /// The known-good revision, any syntax git accepts.
+    pub good: String,
+    /// The known-bad revision.
+    pub bad: String,
+    /// Where the journal, build logs and console logs of this hunt live.
+    pub state_dir: PathBuf,
+    /// How candidates are built.
+    pub build: BuildConfig,
+    /// The test hosts (at least one).
+    pub hosts: Vec<HostConfig>,
+    /// The workload and the metric it is judged by.
+    pub workload: WorkloadConfig,
+    /// Classification parameters.
+    pub classify: ClassifyConfig,
+}
+
+/// How candidate kernels are built.
+#[derive(Debug, Clone)]
+pub struct BuildConfig {
+    /// Base kernel config copied to `$O/.config` before `make olddefconfig`.
+    pub kernel_config: PathBuf,
+    /// Where build directories and kernel artifacts are cached across hunts.
+    pub cache_dir: PathBuf,
+    /// `make -j`.
+    pub jobs: u32,
+    /// Whether to build through ccache.
+    pub ccache: Ccache,
+    /// Extra `make` arguments (`CC=clang`, `LLVM=1`).
+    pub make_args: Vec<String>,
+    /// A build that runs longer is killed and counted as failed (a skip).
+    pub timeout_s: u64,
+}
+
+/// ccache use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ccache {
+    /// Use it when `ccache` is on PATH.
+    Auto,
+    /// Always; fail when missing.
+    On,
+    /// Never.
+    Off,
+}
+
+/// One test host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Name in logs and the journal.
+    pub name: String,
+    /// What kind of host it is.
+    pub kind: HostKind,
+}
+
+/// Host kinds.
+#[derive(Debug, Clone)]
+pub enum HostKind {
+    /// A local qemu VM firstbad boots itself.
+    Qemu(QemuConfig),
+}
+
+/// A local qemu VM.
+#[derive(Debug, Clone)]
+pub struct QemuConfig {
+    /// Guest memory in MiB.
+    pub memory_mb: u32,
+    /// Guest CPUs.
+    pub cpus: u32,
+    /// Accelerator choice.
+    pub accel: Accel,
+    /// From qemu start to a healthy agent; past it the boot is a failure (a skip).
+    pub boot_timeout_s: u64,
+    /// Size of the ext4 scratch disk the workload writes to.
+    pub scratch_mb: u32,
+    /// Appended to the kernel command line.
+    pub extra_cmdline: String,
+}
+
+/// qemu accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when a probe with a timeout shows that it works, TCG otherwise.
+    Auto,
+    /// Always KVM.
+    Kvm,
+    /// Always TCG (software emulation).
+    Tcg,
+}
+
+/// Which way is worse for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Latency: higher is a regression.
+    LowerIsBetter,
+    /// Throughput: lower is a regression.
+    HigherIsBetter,
+}
+
+/// The workload and how it is judged.
+#[derive(Debug, Clone)]
+pub struct WorkloadConfig {
+    /// The workload file, for messages and reports.
+    pub file: PathBuf,
+    /// The workload sent to the agent.
+    pub workload: Workload,
+    /// The per-boot metric compared between commits (a key of `WorkloadResult::metrics`).
+    pub metric: String,
+    /// Which way is worse.
+    pub direction: Direction,
+    /// A workload that runs longer is cancelled and the boot counted as failed.
+    pub timeout_s: u64,
+}
+
+/// Parameters of the first classification rule (see [`crate::classify`]).
+#[derive(Debug, Clone)]
+pub struct ClassifyConfig {
+    /// Boots of each endpoint, interleaved, before bisecting.
+    pub baseline_boots: u32,
+    /// Boots of a candidate before a verdict may be given.
+    pub min_boots: u32,
+    /// Boots of a candidate after which it is called undecided (a skip).
+    pub max_boots: u32,
+    /// Smallest relative difference between good and bad that counts (0.2 = 20%).
+    pub min_effect: f64,
+    /// Failed boots of a candidate after which it is skipped.
+    pub max_failed_boots: u32,
+}
+
+/// Metric keys the `fsync-latency` workload reports.
+pub const FSYNC_LATENCY_METRICS: &[&str] = &[
+    "fsync_latency_p50_ms",
+    "fsync_latency_p90_ms",
+    "fsync_latency_p99_ms",
+    "fsync_latency_p999_ms",
+    "fsync_latency_max_ms",
+    "fsync_latency_mean_ms",
+    "writer_mb_s",
+];
+
+impl HuntConfig {
+    /// Reads and validates a hunt file.
+    pub fn load(path: &Path) -> Result<HuntConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Validates hunt-file text; `path` names it in errors and anchors relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<HuntConfig, ConfigError> {
+        let raw: RawHunt = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let base = std::fs::canonicalize(&base).unwrap_or(base);
+        let v = Validator { path, base: &base };
+
+        let name = raw.hunt.name.trim().to_owned();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(v.field(
+                "hunt.name",
+                format!("{name:?} must be non-empty and use only letters, digits, '-', '_', '.'"),
+            ));
+        }
+        let repo = v.path("hunt.repo", &raw.hunt.repo)?;
+        for (field, rev) in [("hunt.good", &raw.hunt.good), ("hunt.bad", &raw.hunt.bad)] {
+            if rev.trim().is_empty() {
+                return Err(v.field(field, "is empty: give a revision (commit, tag, branch)"));
+            }
+        }
+        let state_dir = match &raw.hunt.state_dir {
+            Some(s) => v.path("hunt.state_dir", s)?,
+            None => base.join("firstbad-state").join(&name),
+        };
+
+        let kernel_config = v.path("build.config", &raw.build.config)?;
+        if !kernel_config.is_file() {
+            return Err(v.field(
+                "build.config",
+                format!(
+                    "{} does not exist: point it at a kernel .config (configs/kernel/ has one)",
+                    kernel_config.display()
+                ),
+            ));
+        }
+        let cache_dir = match &raw.build.cache_dir {
+            Some(s) => v.path("build.cache_dir", s)?,
+            None => default_cache_dir().join("builds"),
+        };
+        let ccache = match raw.build.ccache.as_str() {
+            "auto" => Ccache::Auto,
+            "on" | "true" => Ccache::On,
+            "off" | "false" => Ccache::Off,
+            other => {
+                return Err(v.field(
+                    "build.ccache",
+                    format!("{other:?} is not one of \"auto\", \"on\", \"off\""),
+                ))
+            }
+        };
+        let jobs = raw.build.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1)
+        });
+        if jobs == 0 {
+            return Err(v.field("build.jobs", "must be at least 1"));
+        }
+        let build = BuildConfig {
+            kernel_config,
+            cache_dir,
+            jobs,
+            ccache,
+            make_args: raw.build.make_args,
+            // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
+            timeout_s: raw.build.timeout_s.unwrap_or(3600),
+        };
+
+        if raw.hosts.is_empty() {
+            return Err(v.field(
+                "hosts",
+                "no test host: add a [[hosts]] table, e.g. kind = \"qemu\"",
+            ));
+        }
+        let mut hosts = Vec::new();
+        for (i, h) in raw.hosts.into_iter().enumerate() {
+            let at = |f: &str| format!("hosts[{i}].{f}");
+            let kind = match h.kind.as_str() {
+                "qemu" => {
+                    let accel = match h.accel.as_deref().unwrap_or("auto") {
+                        "auto" => Accel::Auto,
+                        "kvm" => Accel::Kvm,
+                        "tcg" => Accel::Tcg,
+                        other => {
+                            return Err(v.field(
+                                &at("accel"),
+                                format!("{other:?} is not one of \"auto\", \"kvm\", \"tcg\""),
+                            ))
+                        }
+                    };
+                    let memory_mb = h.memory_mb.unwrap_or(1024);
+                    if memory_mb < 128 {
+                        return Err(v.field(&at("memory_mb"), "must be at least 128"));
+                    }
+                    let scratch_mb = h.scratch_mb.unwrap_or(1024);
+                    if scratch_mb < 64 {
+                        return Err(v.field(&at("scratch_mb"), "must be at least 64"));
+                    }
+                    HostKind::Qemu(QemuConfig {
+                        memory_mb,
+                        cpus: h.cpus.unwrap_or(1).max(1),
+                        accel,
+                        // TCG boots the tiny kernel in ~3 s; 3 min leaves room for a loaded box.
+                        boot_timeout_s: h.boot_timeout_s.unwrap_or(180),
+                        scratch_mb,
+                        extra_cmdline: h.extra_cmdline.unwrap_or_default(),
+                    })
+                }
+                other => {
+                    return Err(v.field(
+                        &at("kind"),
+                        format!("{other:?} is not a host kind this version knows (\"qemu\")"),
+                    ))
+                }
+            };
+            hosts.push(HostConfig {
+                name: h.name.unwrap_or_else(|| format!("{}{i}", h.kind)),
+                kind,
+            });
+        }
+
+        let wl_path = v.path("workload.file", &raw.workload.file)?;
+        let workload = load_workload(&wl_path)?;
+        let metric = raw.workload.metric;
+        let known: &[&str] = match &workload {
+            Workload::FsyncLatency(_) => FSYNC_LATENCY_METRICS,
+        };
+        if !known.contains(&metric.as_str()) {
+            return Err(v.field(
+                "workload.metric",
+                format!(
+                    "{metric:?} is not reported by {} workloads; use one of {}",
+                    workload.kind(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        let direction = match raw.workload.direction.as_str() {
+            "lower-is-better" => Direction::LowerIsBetter,
+            "higher-is-better" => Direction::HigherIsBetter,
+            other => {
+                return Err(v.field(
+                    "workload.direction",
+                    format!("{other:?} is not \"lower-is-better\" or \"higher-is-better\""),
+                ))
+            }
+        };
+        let workload = WorkloadConfig {
+            file: wl_path,
+            workload,
+            metric,
+            direction,
+            timeout_s: raw.workload.timeout_s.unwrap_or(600),
+        };
+
+        let c = raw.classify;
+        let classify = ClassifyConfig {
+            baseline_boots: c.baseline_boots.unwrap_or(3),
+            min_boots: c.min_boots.unwrap_or(2),
+            max_boots: c.max_boots.unwrap_or(5),
+            min_effect: c.min_effect.unwrap_or(0.2),
+            max_failed_boots: c.max_failed_boots.unwrap_or(2),
+        };
+        if classify.baseline_boots < 2 {
+            return Err(v.field(
+                "classify.baseline_boots",
+                "must be at least 2: one boot per endpoint says nothing about boot-to-boot noise",
+            ));
+        }
+        if classify.min_boots == 0 || classify.min_boots > classify.max_boots {
+            return Err(v.field(
+                "classify.min_boots",
+                format!(
+                    "must be between 1 and classify.max_boots ({})",
+                    classify.max_boots
+                ),
+            ));
+        }
+        if !(classify.min_effect > 0.0 && classify.min_effect < 10.0) {
+            return Err(v.field(
+                "classify.min_effect",
+                "must be a relative difference above 0 (0.2 means 20%)",
+            ));
+        }
+        if classify.max_failed_boots == 0 {
+            return Err(v.field("classify.max_failed_boots", "must be at least 1"));
+        }
+
+        Ok(HuntConfig {
+            source: path.to_owned(),
+            name,
+            repo,
+            good: raw.hunt.good,
+            bad: raw.hunt.bad,
+            state_dir,
+            build,
+            hosts,
+            workload,
+            classify,
+        })
+    }
+}
+
+/// The per-user cache directory (`$XDG_CACHE_HOME/firstbad` or `~/.cache/firstbad`).
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FIRSTBAD_CACHE") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("firstbad");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".cache").join("firstbad")
+}
+
+/// Raw workload file: a `kind` and that kind's parameters.
+fn load_workload(path: &Path) -> Result<Workload, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let value: toml::Value = toml::from_str(&text).map_err(|e| ConfigError::Syntax {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    // The TOML maps one to one onto the wire type, which refuses unknown fields.
+    let json = serde_json::to_value(&value).map_err(|e| ConfigError::Syntax {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    serde_json::from_value(json).map_err(|e| ConfigError::Syntax {
+        path: path.to_owned(),
+        message: format!("{e} (known kinds: fsync-latency; see workloads/ for examples)"),
+    })
+}
+
+struct Validator<'a> {
+    path: &'a Path,
+    base: &'a Path,
+}
+
+impl Validator<'_> {
+    fn field(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Field {
+            path: self.path.to_owned(),
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    fn path(&self, field: &str, raw: &str) -> Result<PathBuf, ConfigError> {
+        let expanded = expand(raw).map_err(|m| self.field(field, m))?;
+        let p = PathBuf::from(expanded);
+        Ok(if p.is_absolute() {
+            p
+        } else {
+            self.base.join(p)
+        })
+    }
+}
+
+/// Expands a leading `~/` and `${VAR}` / `${VAR:-default}` in a path.
+fn expand(raw: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let s = if let Some(rest) = raw.strip_prefix("~/") {
+        let home = std::env::var("HOME").map_err(|_| "uses ~/ but HOME is not set".to_owned())?;
+        out.push_str(&home);
+        out.push('/');
+        rest
+    } else {
+        raw
+    };
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("{raw:?} has an unclosed ${{"))?;
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match (std::env::var(name), default) {
+            (Ok(v), _) if !v.is_empty() => out.push_str(&v),
+            (_, Some(d)) => out.push_str(&expand(d)?),
+            _ => return Err(format!("{raw:?} uses ${{{name}}}, which is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn fixture(dir: &Path, hunt_extra: &str) -> PathBuf {
+        write(dir, "kernel.config", "CONFIG_64BIT=y\n");
+        write(
+            dir,
+            "fsync.toml",
+            "kind = \"fsync-latency\"\nwriters = 1\nwriter_bytes = 1048576\nwriter_block_bytes = 65536\nappend_bytes = 4096\nfsyncs = 10\ninterval_ms = 0\n",
+        );
+        write(
+            dir,
+            "hunt.toml",
+            &format!(
+                "[hunt]\nname = \"t\"\nrepo = \"linux\"\ngood = \"v1\"\nbad = \"v2\"\n\n[build]\nconfig = \"kernel.config\"\n\n[[hosts]]\nkind = \"qemu\"\n{hunt_extra}\n[workload]\nfile = \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n"
+            ),
+        )
+    }
+
+    #[test]
+    fn a_good_file_validates_with_paths_relative_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "");
+        let c = HuntConfig::load(&p).unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(c.repo, base.join("linux"));
+        assert_eq!(c.state_dir, base.join("firstbad-state/t"));
+        assert_eq!(c.hosts[0].name, "qemu0");
+        assert!(matches!(c.workload.workload, Workload::FsyncLatency(ref f) if f.fsyncs == 10));
+    }
+
+    #[test]
+    fn unknown_field_names_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "memroy_mb = 512\n");
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("hunt.toml"), "{e}");
+        assert!(e.contains("memroy_mb"), "{e}");
+    }
+
+    #[test]
+    fn bad_value_names_the_field_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "accel = \"hvf\"\n");
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("hosts[0].accel"), "{e}");
+        assert!(e.contains("\"tcg\""), "{e}");
+    }
+
+    #[test]
+    fn unknown_metric_lists_the_known_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "");
+        let text = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("fsync_latency_p50_ms", "fsync_p50");
+        std::fs::write(&p, text).unwrap();
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("workload.metric"), "{e}");
+        assert!(e.contains("fsync_latency_p99_ms"), "{e}");
+    }
+
+    #[test]
+    fn env_and_home_expand() {
+        std::env::set_var("FIRSTBAD_TEST_EXPAND", "/x");
+        assert_eq!(expand("${FIRSTBAD_TEST_EXPAND}/y").unwrap(), "/x/y");
+        assert_eq!(expand("${FIRSTBAD_NOPE_NOPE:-/d}/y").unwrap(), "/d/y");
+        assert!(expand("${FIRSTBAD_NOPE_NOPE}")
+            .unwrap_err()
+            .contains("not set"));
+    }
+}

@@ -1,0 +1,467 @@
+//! The embedded qemu test host.
+//!
+//! For every boot firstbad assembles an initramfs (Debian's busybox-static, the static
+//! agent, [`INIT`], a fresh token), formats an ext4 scratch disk, and starts qemu with the
+//! candidate's bzImage, the serial console on a pipe that is copied to the boot's console log
+//! and scanned for panics, and user-mode networking with only the agent's port forwarded, on
+//! 127.0.0.1. KVM is used only when a probe with a timeout shows it works; TCG otherwise.
+
+use super::cpio::Archive;
+use super::{fatal_marker, BootFailure};
+use crate::agent_client::{AgentClient, AgentError};
+use crate::config::{Accel, QemuConfig};
+use firstbad_wire::{Identity, Workload, WorkloadResult, GUEST_AGENT_PORT};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+
+/// The guest's /init (busybox sh): mounts, network, scratch disk, then the agent.
+pub const INIT: &str = include_str!("../../assets/init");
+
+/// Where Debian's busybox-static installs its binary.
+pub const BUSYBOX: &str = "/bin/busybox";
+
+/// The qemu binary.
+const QEMU: &str = "qemu-system-x86_64";
+
+/// An error that is the host's or firstbad's, not the candidate's: the hunt stops on it.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool the host needs is missing.
+    #[error("{0}")]
+    Missing(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
+    let what = what.into();
+    move |source| HostError::Io { what, source }
+}
+
+/// A local qemu host.
+pub struct QemuHost {
+    name: String,
+    cfg: QemuConfig,
+    agent_binary: PathBuf,
+    work: PathBuf,
+    base_initramfs: Option<Vec<u8>>,
+    kvm: Option<bool>,
+}
+
+/// A booted, verified guest with its agent; the VM is killed when this is dropped.
+pub struct Session {
+    child: tokio::process::Child,
+    client: AgentClient,
+    /// What the agent reported.
+    pub identity: Identity,
+    /// Seconds from qemu start to a healthy agent.
+    pub boot_seconds: f64,
+    console: PathBuf,
+    fatal: watch::Receiver<Option<String>>,
+}
+
+impl QemuHost {
+    /// A qemu host that keeps its per-boot files under `work`.
+    pub fn new(name: &str, cfg: &QemuConfig, agent_binary: &Path, work: &Path) -> QemuHost {
+        QemuHost {
+            name: name.to_owned(),
+            cfg: cfg.clone(),
+            agent_binary: agent_binary.to_owned(),
+            work: work.to_owned(),
+            base_initramfs: None,
+            kvm: None,
+        }
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Checks that qemu, busybox and mkfs.ext4 are installed and the agent binary exists.
+    pub fn preflight(&self) -> Result<(), HostError> {
+        for (tool, pkg) in [(QEMU, "qemu-system-x86"), ("mkfs.ext4", "e2fsprogs")] {
+            if which(tool).is_none() {
+                return Err(HostError::Missing(format!(
+                    "{tool} is not installed: apt install {pkg}"
+                )));
+            }
+        }
+        if !Path::new(BUSYBOX).is_file() {
+            return Err(HostError::Missing(format!(
+                "{BUSYBOX} is missing: apt install busybox-static"
+            )));
+        }
+        if !self.agent_binary.is_file() {
+            return Err(HostError::Missing(format!(
+                "agent binary {} is missing: run scripts/build-agent, or set FIRSTBAD_AGENT",
+                self.agent_binary.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn base_initramfs(&mut self) -> Result<Vec<u8>, HostError> {
+        if let Some(b) = &self.base_initramfs {
+            return Ok(b.clone());
+        }
+        let busybox = std::fs::read(BUSYBOX).map_err(io(format!("reading {BUSYBOX}")))?;
+        let agent = std::fs::read(&self.agent_binary)
+            .map_err(io(format!("reading {}", self.agent_binary.display())))?;
+        let mut a = Archive::new();
+        for d in [
+            "bin",
+            "dev",
+            "etc",
+            "etc/firstbad",
+            "proc",
+            "sys",
+            "tmp",
+            "run",
+            "scratch",
+        ] {
+            a.dir(d);
+        }
+        a.dir("usr").dir("usr/bin");
+        // The kernel opens /dev/console before /init runs; without the node, init has no stdio.
+        a.char_dev("dev/console", 0o600, 5, 1)
+            .file("bin/busybox", 0o755, &busybox)
+            .symlink("bin/sh", "busybox")
+            .file("init", 0o755, INIT.as_bytes())
+            .file("usr/bin/firstbad-agent", 0o755, &agent);
+        let bytes = a.finish();
+        self.base_initramfs = Some(bytes.clone());
+        Ok(bytes)
+    }
+
+    async fn use_kvm(&mut self, image: &Path) -> bool {
+        match self.cfg.accel {
+            Accel::Kvm => true,
+            Accel::Tcg => false,
+            Accel::Auto => {
+                if let Some(k) = self.kvm {
+                    return k;
+                }
+                let k = probe_kvm(image).await;
+                tracing::info!(host = %self.name, "KVM {}", if k { "works: using it" } else { "does not work here: using TCG" });
+                self.kvm = Some(k);
+                k
+            }
+        }
+    }
+
+    /// Boots `image` and waits for a healthy agent that reports `expected_release`.
+    ///
+    /// `Err(Ok(failure))` is the candidate's failure (panic, timeout, wrong kernel);
+    /// `Err(Err(e))` is the host's.
+    pub async fn boot(
+        &mut self,
+        image: &Path,
+        expected_release: &str,
+        console: &Path,
+    ) -> Result<Session, Result<BootFailure, HostError>> {
+        let fail = |reason: String| {
+            Err(Ok(BootFailure {
+                reason,
+                console: console.to_owned(),
+            }))
+        };
+        std::fs::create_dir_all(&self.work)
+            .map_err(io(format!("creating {}", self.work.display())))
+            .map_err(Err)?;
+        if let Some(parent) = console.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(io("creating the console log directory"))
+                .map_err(Err)?;
+        }
+        let token = random_token();
+        let mut initramfs = self.base_initramfs().map_err(Err)?;
+        let mut extra = Archive::new();
+        extra.file("etc/firstbad/token", 0o600, format!("{token}\n").as_bytes());
+        initramfs.extend_from_slice(&extra.finish());
+        let initrd = self.work.join("initramfs.cpio");
+        std::fs::write(&initrd, &initramfs)
+            .map_err(io("writing the initramfs"))
+            .map_err(Err)?;
+        let scratch = self.work.join("scratch.img");
+        make_scratch(&scratch, self.cfg.scratch_mb)
+            .await
+            .map_err(Err)?;
+        let kvm = self.use_kvm(image).await;
+
+        let port = free_port().map_err(Err)?;
+        let mut cmd = tokio::process::Command::new(QEMU);
+        if kvm {
+            cmd.args(["-accel", "kvm", "-cpu", "host"]);
+        } else {
+            cmd.args(["-accel", "tcg"]);
+        }
+        cmd.args(["-m", &self.cfg.memory_mb.to_string()])
+            .args(["-smp", &self.cfg.cpus.to_string()])
+            .args(["-nodefaults", "-display", "none", "-no-reboot"])
+            .args(["-serial", "stdio", "-monitor", "none"])
+            .arg("-kernel")
+            .arg(image)
+            .arg("-initrd")
+            .arg(&initrd)
+            .arg("-append")
+            .arg(format!(
+                // panic=-1 with -no-reboot: a panic ends qemu at once. oops=panic: an oops
+                // must not leave a half-dead kernel measuring.
+                "console=ttyS0 panic=-1 oops=panic {}",
+                self.cfg.extra_cmdline
+            ))
+            .arg("-drive")
+            .arg(format!(
+                "file={},format=raw,if=virtio,cache=writeback",
+                scratch.display()
+            ))
+            .arg("-nic")
+            .arg(format!(
+                "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_AGENT_PORT}"
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // SAFETY: prctl in the child before exec; async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                // If firstbad dies (even by SIGKILL), its VM dies with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(io("starting qemu")).map_err(Err)?;
+        let (fatal_tx, fatal_rx) = watch::channel(None);
+        let log = tokio::fs::File::create(console)
+            .await
+            .map_err(io(format!("creating {}", console.display())))
+            .map_err(Err)?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        tokio::spawn(copy_console(stdout, stderr, log, fatal_tx));
+
+        let client = AgentClient::new(format!("http://127.0.0.1:{port}"), token);
+        let deadline = started + Duration::from_secs(self.cfg.boot_timeout_s);
+        let mut fatal = fatal_rx.clone();
+        let identity = loop {
+            if let Some(line) = fatal.borrow_and_update().clone() {
+                return fail(format!("boot failed: {line}"));
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                // Let the console copier drain the last lines.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if let Some(line) = fatal.borrow().clone() {
+                    return fail(format!("boot failed: {line}"));
+                }
+                return fail(format!("qemu exited ({status}) before the agent answered"));
+            }
+            if Instant::now() >= deadline {
+                return fail(format!(
+                    "boot timeout: no agent after {} s (hosts.boot_timeout_s)",
+                    self.cfg.boot_timeout_s
+                ));
+            }
+            match client.identity().await {
+                Ok(id) => break id,
+                Err(AgentError::Status { status: 401, .. }) => {
+                    return Err(Err(HostError::Missing(
+                        "the agent refused this boot's token (HTTP 401): is another agent on the port?"
+                            .into(),
+                    )))
+                }
+                Err(_) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                        _ = fatal.changed() => {}
+                    }
+                }
+            }
+        };
+        if identity.kernel_release != expected_release {
+            return fail(format!(
+                "wrong kernel: the agent reports {:?}, expected {expected_release:?}",
+                identity.kernel_release
+            ));
+        }
+        Ok(Session {
+            child,
+            client,
+            identity,
+            boot_seconds: started.elapsed().as_secs_f64(),
+            console: console.to_owned(),
+            fatal: fatal_rx,
+        })
+    }
+}
+
+impl Session {
+    /// Runs a workload; a panic on the console or a timeout makes it a [`BootFailure`].
+    pub async fn run(
+        &mut self,
+        workload: &Workload,
+        timeout: Duration,
+    ) -> Result<WorkloadResult, BootFailure> {
+        let fail = |reason: String| BootFailure {
+            reason,
+            console: self.console.clone(),
+        };
+        let client = self.client.clone();
+        let run = client.run(workload, timeout);
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                r = &mut run => return r.map_err(|e| fail(format!("workload failed: {e}"))),
+                changed = self.fatal.changed() => {
+                    if changed.is_err() {
+                        // Console closed: qemu is gone.
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        return Err(fail("qemu exited during the workload".into()));
+                    }
+                    if let Some(line) = self.fatal.borrow().clone() {
+                        return Err(fail(format!("kernel failed during the workload: {line}")));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops the VM.
+    pub async fn shutdown(mut self) {
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    }
+}
+
+/// Copies qemu's serial console (stdout) and its own messages (stderr) to the console log,
+/// reporting the first fatal line.
+async fn copy_console(
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
+    mut log: tokio::fs::File,
+    fatal: watch::Sender<Option<String>>,
+) {
+    let mut out = tokio::io::BufReader::new(stdout).split(b'\n');
+    let mut err = tokio::io::BufReader::new(stderr).split(b'\n');
+    let (mut out_open, mut err_open) = (true, true);
+    while out_open || err_open {
+        let (line, from_qemu) = tokio::select! {
+            l = out.next_segment(), if out_open => match l {
+                Ok(Some(l)) => (l, false),
+                _ => { out_open = false; continue; }
+            },
+            l = err.next_segment(), if err_open => match l {
+                Ok(Some(l)) => (l, true),
+                _ => { err_open = false; continue; }
+            },
+        };
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\r');
+        let text = if from_qemu {
+            format!("[qemu] {text}")
+        } else {
+            text.to_owned()
+        };
+        let _ = log.write_all(text.as_bytes()).await;
+        let _ = log.write_all(b"\n").await;
+        if fatal.borrow().is_none() && fatal_marker(&text).is_some() {
+            let _ = log.flush().await;
+            fatal.send_replace(Some(text.trim().to_owned()));
+        }
+    }
+    let _ = log.flush().await;
+}
+
+async fn make_scratch(path: &Path, mb: u32) -> Result<(), HostError> {
+    let _ = std::fs::remove_file(path);
+    let f = std::fs::File::create(path).map_err(io(format!("creating {}", path.display())))?;
+    f.set_len(u64::from(mb) << 20)
+        .map_err(io("sizing the scratch disk"))?;
+    drop(f);
+    let mkfs = which("mkfs.ext4").ok_or_else(|| {
+        HostError::Missing("mkfs.ext4 is not installed: apt install e2fsprogs".into())
+    })?;
+    let out = tokio::process::Command::new(mkfs)
+        .args(["-F", "-q", "-E", "nodiscard"])
+        .arg(path)
+        .output()
+        .await
+        .map_err(io("running mkfs.ext4"))?;
+    if !out.status.success() {
+        return Err(HostError::Missing(format!(
+            "mkfs.ext4 {} failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// Does KVM boot this kernel? A real boot attempt of at most 15 s: on these machines
+/// /dev/kvm exists but KVM aborts or hangs, so only a boot that prints the kernel banner
+/// counts.
+async fn probe_kvm(image: &Path) -> bool {
+    if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_err()
+    {
+        return false;
+    }
+    let child = tokio::process::Command::new(QEMU)
+        .args(["-accel", "kvm", "-cpu", "host", "-m", "256"])
+        .args([
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-serial",
+            "stdio",
+        ])
+        .arg("-kernel")
+        .arg(image)
+        .args(["-append", "console=ttyS0 panic=-1 init=/firstbad-kvm-probe"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(15), child).await {
+        Ok(Ok(out)) => String::from_utf8_lossy(&out.stdout).contains("Linux version"),
+        _ => false,
+    }
+}
+
+fn free_port() -> Result<u16, HostError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
+    Ok(l.local_addr().map_err(io("finding a free port"))?.port())
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..32)
+        .map(|_| format!("{:x}", rng.gen::<u8>() & 0xf))
+        .collect()
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain(["/sbin", "/usr/sbin"].iter().map(PathBuf::from))
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}

@@ -1,0 +1,410 @@
+//! The hunt journal: an append-only SQLite log of every step, written before the step is
+//! taken and again when it ends.
+//!
+//! The state of a hunt is derived from the journal alone ([`Journal::events`]), so a
+//! `kill -9` at any moment loses at most the step that was in flight, and `firstbad run`
+//! picks up from there: finished builds are not rebuilt and finished boots not re-measured.
+//! SQLite in WAL mode with `synchronous=FULL`: an event that [`Journal::append`] returned
+//! for is on disk.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A journal error.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// SQLite failed.
+    #[error("journal {}: {source}", path.display())]
+    Sqlite {
+        /// The journal file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// An event could not be decoded (a journal from a newer firstbad?).
+    #[error("journal {}: event {seq} cannot be read: {message}", path.display())]
+    Decode {
+        /// The journal file.
+        path: PathBuf,
+        /// The event's sequence number.
+        seq: i64,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The identity of a hunt, stored once; a rerun must match it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HuntIdentity {
+    /// Resolved good commit (full hex).
+    pub good: String,
+    /// Resolved bad commit.
+    pub bad: String,
+    /// Hash of everything that changes what a measurement means (kernel config, workload,
+    /// metric); a rerun with another value must use another state directory.
+    pub fingerprint: String,
+}
+
+/// What a build ended with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BuildOutcome {
+    /// A bootable kernel.
+    Built {
+        /// `make kernelrelease`, which the booted kernel must report.
+        kernel_release: String,
+        /// The cached kernel image.
+        image: PathBuf,
+        /// The build log.
+        log: PathBuf,
+        /// Wall time of the build in seconds.
+        seconds: f64,
+    },
+    /// The build failed: the commit is skipped.
+    Failed {
+        /// The build log.
+        log: PathBuf,
+        /// The lines that say why (compiler errors).
+        error_lines: Vec<String>,
+    },
+}
+
+/// What one boot of a candidate ended with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BootOutcome {
+    /// The right kernel booted and the workload finished.
+    Measured {
+        /// `uname -r` reported by the agent.
+        kernel_release: String,
+        /// The boot id reported by the agent.
+        boot_id: String,
+        /// Value of the hunt's metric for this boot.
+        value: f64,
+        /// The full result (every sample).
+        result: firstbad_wire::WorkloadResult,
+        /// The serial console log.
+        console: PathBuf,
+        /// Seconds from qemu start to a healthy agent.
+        boot_seconds: f64,
+    },
+    /// The boot or the workload failed; never a verdict on its own.
+    Failed {
+        /// Why, for a person (`kernel panic`, `boot timeout after 180 s`, `wrong kernel`).
+        reason: String,
+        /// The serial console log.
+        console: PathBuf,
+    },
+}
+
+/// A classification of one commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Like the good endpoint.
+    Good,
+    /// Like the bad endpoint.
+    Bad,
+    /// Cannot be tested or decided (build failure, boot failures, undecided).
+    Skip,
+}
+
+impl Verdict {
+    /// The word `git bisect` uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Good => "good",
+            Verdict::Bad => "bad",
+            Verdict::Skip => "skip",
+        }
+    }
+}
+
+/// How the hunt ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum HuntEnd {
+    /// The first bad commit.
+    Found {
+        /// Its full id.
+        commit: String,
+    },
+    /// Only skipped commits separate good from bad; the culprit is one of these.
+    OnlySkippedLeft {
+        /// The possible culprits.
+        commits: Vec<String>,
+    },
+    /// Good and bad did not measure differently enough.
+    NotReproduced {
+        /// The figures, for a person.
+        message: String,
+    },
+}
+
+/// One journal entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// The hunt started (written once).
+    HuntStarted {
+        /// Number of candidate commits between good and bad.
+        candidates: usize,
+    },
+    /// A build is about to start.
+    BuildStarted {
+        /// The commit.
+        commit: String,
+    },
+    /// A build ended.
+    BuildFinished {
+        /// The commit.
+        commit: String,
+        /// How.
+        outcome: BuildOutcome,
+    },
+    /// A boot is about to start.
+    BootStarted {
+        /// The commit.
+        commit: String,
+        /// Boot number of this commit, from 1.
+        boot: u32,
+        /// The host.
+        host: String,
+    },
+    /// A boot ended.
+    BootFinished {
+        /// The commit.
+        commit: String,
+        /// Boot number of this commit, from 1.
+        boot: u32,
+        /// The host.
+        host: String,
+        /// How.
+        outcome: BootOutcome,
+    },
+    /// The endpoints were measured and the regression confirmed.
+    BaselinesConfirmed {
+        /// For a person.
+        summary: String,
+    },
+    /// A commit was classified.
+    Verdict {
+        /// The commit.
+        commit: String,
+        /// The verdict.
+        verdict: Verdict,
+        /// Why, for a person.
+        reason: String,
+    },
+    /// The hunt ended.
+    Finished {
+        /// How.
+        end: HuntEnd,
+    },
+}
+
+/// A journal event with its sequence number and time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Sequence number, from 1.
+    pub seq: i64,
+    /// Unix time in milliseconds when it was written.
+    pub at_ms: i64,
+    /// The event.
+    pub event: Event,
+}
+
+/// An open journal.
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Journal {
+    /// Opens (creating if needed) the journal at `path`.
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+        let err = |source| JournalError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(err)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             PRAGMA synchronous=FULL;
+             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS events (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 at_ms INTEGER NOT NULL,
+                 kind TEXT NOT NULL,
+                 commit_id TEXT,
+                 body TEXT NOT NULL
+             );",
+        )
+        .map_err(err)?;
+        Ok(Journal {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Opens an existing journal read-only (for `status` and `report` beside a running hunt).
+    pub fn open_read_only(path: &Path) -> Result<Journal, JournalError> {
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|source| JournalError::Sqlite {
+                path: path.to_owned(),
+                source,
+            })?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|source| JournalError::Sqlite {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Journal {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The file behind this journal.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sql<T>(&self, r: rusqlite::Result<T>) -> Result<T, JournalError> {
+        r.map_err(|source| JournalError::Sqlite {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// The hunt identity, if one was recorded.
+    pub fn identity(&self) -> Result<Option<HuntIdentity>, JournalError> {
+        let v: Option<String> = self.sql(
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = 'identity'", [], |r| {
+                    r.get(0)
+                })
+                .optional(),
+        )?;
+        v.map(|s| {
+            serde_json::from_str(&s).map_err(|e| JournalError::Decode {
+                path: self.path.clone(),
+                seq: 0,
+                message: e.to_string(),
+            })
+        })
+        .transpose()
+    }
+
+    /// Records the hunt identity (once).
+    pub fn set_identity(&self, id: &HuntIdentity) -> Result<(), JournalError> {
+        let body = serde_json::to_string(id).expect("identity serialises");
+        self.sql(self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('identity', ?1)",
+            params![body],
+        ))?;
+        Ok(())
+    }
+
+    /// Appends an event; when this returns, the event is on disk.
+    pub fn append(&self, event: &Event) -> Result<i64, JournalError> {
+        let body = serde_json::to_string(event).expect("events serialise");
+        let kind = serde_json::to_value(event).expect("events serialise")["event"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned();
+        let commit = match event {
+            Event::BuildStarted { commit }
+            | Event::BuildFinished { commit, .. }
+            | Event::BootStarted { commit, .. }
+            | Event::BootFinished { commit, .. }
+            | Event::Verdict { commit, .. } => Some(commit.clone()),
+            _ => None,
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        self.sql(self.conn.execute(
+            "INSERT INTO events (at_ms, kind, commit_id, body) VALUES (?1, ?2, ?3, ?4)",
+            params![now, kind, commit, body],
+        ))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Every event, in order.
+    pub fn events(&self) -> Result<Vec<Entry>, JournalError> {
+        let mut stmt = self.sql(
+            self.conn
+                .prepare("SELECT seq, at_ms, body FROM events ORDER BY seq"),
+        )?;
+        let rows = self.sql(
+            stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+        )?;
+        rows.into_iter()
+            .map(|(seq, at_ms, body)| {
+                let event = serde_json::from_str(&body).map_err(|e| JournalError::Decode {
+                    path: self.path.clone(),
+                    seq,
+                    message: e.to_string(),
+                })?;
+                Ok(Entry { seq, at_ms, event })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_survive_reopen_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.sqlite");
+        {
+            let j = Journal::open(&p).unwrap();
+            j.set_identity(&HuntIdentity {
+                good: "a".into(),
+                bad: "b".into(),
+                fingerprint: "f".into(),
+            })
+            .unwrap();
+            j.append(&Event::BuildStarted {
+                commit: "c1".into(),
+            })
+            .unwrap();
+            j.append(&Event::Verdict {
+                commit: "c1".into(),
+                verdict: Verdict::Skip,
+                reason: "build failed".into(),
+            })
+            .unwrap();
+        }
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.identity().unwrap().unwrap().bad, "b");
+        let ev = j.events().unwrap();
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[0].seq, 1);
+        assert!(matches!(
+            &ev[1].event,
+            Event::Verdict {
+                verdict: Verdict::Skip,
+                ..
+            }
+        ));
+        let ro = Journal::open_read_only(&p).unwrap();
+        assert_eq!(ro.events().unwrap().len(), 2);
+    }
+}

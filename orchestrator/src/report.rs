@@ -1,0 +1,190 @@
+//! Reports: Markdown for a person, and a `git bisect log` that `git bisect replay` accepts.
+//!
+//! Everything is derived from the journal ([`HuntState`]) plus commit metadata, so a report
+//! can be made at any time, also while the hunt runs.
+
+use crate::classify::median;
+use crate::history::CommitInfo;
+use crate::hunt::{short, HuntState};
+use crate::journal::{BootOutcome, BuildOutcome, HuntEnd, HuntIdentity, Verdict};
+use std::fmt::Write;
+
+/// Commit metadata lookup; unknown commits get their id as subject.
+pub trait Commits {
+    /// Subject, author and date of a commit.
+    fn info(&self, id: &str) -> Option<CommitInfo>;
+}
+
+fn subject(commits: &dyn Commits, id: &str) -> String {
+    commits
+        .info(id)
+        .map(|c| c.subject)
+        .unwrap_or_else(|| "(unknown commit)".into())
+}
+
+/// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer.
+pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "git bisect start '{}' '{}'", id.bad, id.good);
+    let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
+    let _ = writeln!(out, "# good: [{}] {}", id.good, subject(commits, &id.good));
+    for (commit, verdict, _) in &state.verdicts {
+        let v = verdict.as_str();
+        let _ = writeln!(out, "# {v}: [{commit}] {}", subject(commits, commit));
+        let _ = writeln!(out, "git bisect {v} {commit}");
+    }
+    match &state.end {
+        Some(HuntEnd::Found { commit }) => {
+            let _ = writeln!(
+                out,
+                "# first bad commit: [{commit}] {}",
+                subject(commits, commit)
+            );
+        }
+        Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
+            for commit in c {
+                let _ = writeln!(
+                    out,
+                    "# possible first bad commit: [{commit}] {}",
+                    subject(commits, commit)
+                );
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn values_cell(state: &HuntState, commit: &str) -> (String, String, String) {
+    let vals = state.values(commit);
+    let fails = state.failures(commit);
+    let v = vals
+        .iter()
+        .map(|v| format!("{v:.1}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let med = if vals.is_empty() {
+        "-".into()
+    } else {
+        format!("{:.1}", median(&vals))
+    };
+    let f = if fails.is_empty() {
+        String::new()
+    } else {
+        format!("{} failed", fails.len())
+    };
+    (v, med, f)
+}
+
+/// The Markdown report.
+pub fn markdown(
+    name: &str,
+    metric: &str,
+    id: &HuntIdentity,
+    state: &HuntState,
+    commits: &dyn Commits,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# firstbad report: {name}\n");
+    match &state.end {
+        Some(HuntEnd::Found { commit }) => {
+            let _ = writeln!(out, "## First bad commit\n");
+            match commits.info(commit) {
+                Some(c) => {
+                    let _ = writeln!(out, "    {} {}", short(&c.id), c.subject);
+                    let _ = writeln!(out, "\n- commit: `{}`", c.id);
+                    let _ = writeln!(out, "- author: {}", c.author);
+                    let _ = writeln!(out, "- date: {}", c.date);
+                }
+                None => {
+                    let _ = writeln!(out, "    {commit}");
+                }
+            }
+        }
+        Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
+            let _ = writeln!(
+                out,
+                "## No single first bad commit\n\nOnly skipped commits are left; the first bad commit is one of:\n"
+            );
+            for commit in c {
+                let _ = writeln!(out, "- `{}` {}", short(commit), subject(commits, commit));
+            }
+        }
+        Some(HuntEnd::NotReproduced { message }) => {
+            let _ = writeln!(out, "## Regression not reproduced\n\n{message}");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "## In progress\n\n{} verdicts so far{}.",
+                state.verdicts.len(),
+                state
+                    .in_flight
+                    .as_ref()
+                    .map(|s| format!("; now: {s}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+
+    let _ = writeln!(out, "\n## Baselines (`{metric}`, one value per boot)\n");
+    let _ = writeln!(out, "| endpoint | commit | boots | median | failed |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for (label, c) in [("good", &id.good), ("bad", &id.bad)] {
+        let (v, med, f) = values_cell(state, c);
+        let _ = writeln!(out, "| {label} | `{}` | {v} | {med} | {f} |", short(c));
+    }
+    if let Some(s) = &state.baselines {
+        let _ = writeln!(out, "\n{s}");
+    }
+
+    let _ = writeln!(out, "\n## Tested commits, in order\n");
+    let _ = writeln!(
+        out,
+        "| # | commit | subject | verdict | boots | median | note |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for (i, (commit, verdict, reason)) in state.verdicts.iter().enumerate() {
+        let (v, med, f) = values_cell(state, commit);
+        let note = match (verdict, state.builds.get(commit)) {
+            (Verdict::Skip, Some(BuildOutcome::Failed { .. })) => reason.clone(),
+            (Verdict::Skip, _) => reason.clone(),
+            _ => f,
+        };
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | **{}** | {v} | {med} | {} |",
+            i + 1,
+            short(commit),
+            subject(commits, commit).replace('|', "\\|"),
+            verdict.as_str(),
+            note.replace('|', "\\|")
+        );
+    }
+
+    let failed: Vec<_> = state
+        .boots
+        .iter()
+        .flat_map(|(c, boots)| boots.iter().map(move |b| (c, b)))
+        .filter_map(|(c, b)| match &b.outcome {
+            BootOutcome::Failed { reason, console } => Some((c, b.boot, reason, console)),
+            _ => None,
+        })
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n## Failed boots (never counted as good or bad)\n");
+        for (c, n, reason, console) in failed {
+            let _ = writeln!(
+                out,
+                "- `{}` boot {n}: {reason} (console: `{}`)",
+                short(c),
+                console.display()
+            );
+        }
+    }
+
+    let _ = writeln!(out, "\n## git bisect log\n\n```");
+    out.push_str(&bisect_log(id, state, commits));
+    let _ = writeln!(out, "```");
+    out
+}
