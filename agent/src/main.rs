@@ -49,6 +49,8 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Logs end up on a serial console or in a file, where colour codes are noise.
+        .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
