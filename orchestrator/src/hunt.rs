@@ -283,25 +283,7 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         tracing::warn!("the previous run stopped during {step}; redoing that step");
     }
 
-    let agent = find_agent()?;
-    check_static(&agent).map_err(HuntError::Infrastructure)?;
-    let host_cfg = &cfg.hosts[0];
-    let HostKind::Qemu(qcfg) = &host_cfg.kind;
-    let host = QemuHost::new(
-        &host_cfg.name,
-        qcfg,
-        &agent,
-        &cfg.state_dir.join("hosts").join(&host_cfg.name),
-    );
-    host.preflight()?;
-    let builder = {
-        let repo = cfg.repo.clone();
-        let b = cfg.build.clone();
-        tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
-            .await
-            .expect("builder setup does not panic")?
-    };
-
+    let (builder, host) = prepare(cfg).await?;
     let mut ctx = Ctx {
         cfg,
         journal: &journal,
@@ -407,6 +389,67 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         exit_code: end_code(&end),
         end,
     })
+}
+
+/// The builder and the test host of a hunt, checked and ready.
+async fn prepare(cfg: &HuntConfig) -> Result<(Builder, QemuHost), HuntError> {
+    let agent = find_agent()?;
+    check_static(&agent).map_err(HuntError::Infrastructure)?;
+    let host_cfg = &cfg.hosts[0];
+    let HostKind::Qemu(qcfg) = &host_cfg.kind;
+    let host = QemuHost::new(
+        &host_cfg.name,
+        qcfg,
+        &agent,
+        &cfg.state_dir.join("hosts").join(&host_cfg.name),
+    );
+    host.preflight()?;
+    let repo = cfg.repo.clone();
+    let b = cfg.build.clone();
+    let builder = tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
+        .await
+        .expect("builder setup does not panic")?;
+    Ok((builder, host))
+}
+
+/// Builds one revision with the hunt's configuration, boots it once on the hunt's first
+/// host and runs the workload: a check of the set-up before a long hunt. Journals nothing.
+pub async fn try_revision(
+    cfg: &HuntConfig,
+    rev: &str,
+) -> Result<(BuildOutcome, Option<BootOutcome>), HuntError> {
+    let history = History::open(&cfg.repo).map_err(|e| HuntError::BadInput(e.to_string()))?;
+    let commit = history
+        .resolve(rev)
+        .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
+    let (builder, host) = prepare(cfg).await?;
+    let dir = tempfile_dir(&cfg.state_dir)?;
+    let journal = Journal::open(&dir.join("try.sqlite"))?;
+    let mut ctx = Ctx {
+        cfg,
+        journal: &journal,
+        builder,
+        host,
+    };
+    let mut state = HuntState::default();
+    let built = ctx.ensure_built(&mut state, &commit).await?;
+    if matches!(built, BuildOutcome::Failed { .. }) {
+        return Ok((built, None));
+    }
+    ctx.measure_boot(&mut state, &commit).await?;
+    let boot = state
+        .boots
+        .remove(&commit)
+        .and_then(|mut b| b.pop())
+        .map(|b| b.outcome);
+    Ok((built, boot))
+}
+
+fn tempfile_dir(state_dir: &Path) -> Result<PathBuf, HuntError> {
+    let dir = state_dir.join("try");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
+    Ok(dir)
 }
 
 fn end_code(end: &HuntEnd) -> u8 {

@@ -45,6 +45,14 @@ enum Command {
         /// The hunt file.
         hunt: PathBuf,
     },
+    /// Build one revision with the hunt's settings, boot it once and run the workload:
+    /// check a set-up before starting a long hunt. Records nothing in the hunt's journal.
+    Try {
+        /// The hunt file.
+        hunt: PathBuf,
+        /// The revision to try (any syntax git accepts).
+        rev: String,
+    },
     /// Print the hunt's `git bisect log`, which `git bisect replay` accepts.
     Log {
         /// The hunt file.
@@ -172,6 +180,34 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 (None, None) => println!("now: between steps"),
             }
             Ok(exit_code::OK)
+        }
+        Command::Try { hunt, rev } => {
+            let cfg = match load(&hunt) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            match rt.block_on(hunt::try_revision(&cfg, &rev)) {
+                Ok((build, boot)) => {
+                    println!("build: {}", serde_json::to_string_pretty(&build)?);
+                    if let Some(boot) = boot {
+                        let mut v = serde_json::to_value(&boot)?;
+                        // Summaries only: every sample is in the JSON of a real hunt's journal.
+                        if let Some(series) = v.pointer_mut("/result/series") {
+                            *series = serde_json::Value::String("(omitted)".into());
+                        }
+                        println!("boot: {}", serde_json::to_string_pretty(&v)?);
+                    }
+                    Ok(exit_code::OK)
+                }
+                Err(e) => {
+                    eprintln!("firstbad: {e}");
+                    Ok(e.exit_code())
+                }
+            }
         }
         Command::Report { hunt } => report_cmd(&hunt, false),
         Command::Log { hunt } => report_cmd(&hunt, true),

@@ -1,0 +1,336 @@
+//! End to end on real parts: a real Linux 6.1 tree (Debian's linux-source-6.1 made into a git
+//! history by scripts/make-demo-tree), real kernel builds, real qemu boots (TCG), the real
+//! static agent measuring fsync latency on ext4, a real SQLite journal, and real git.
+//!
+//! Slow the first time on a machine (a clean kernel build is ~4.5 min on 2 cores); kernels,
+//! build directories and ccache are cached under $FIRSTBAD_CACHE (default
+//! ~/.cache/firstbad) so later runs take minutes. Tests that build and boot are serialised.
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+fn firstbad() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_firstbad"));
+    c.env("FIRSTBAD_AGENT", agent());
+    c
+}
+
+/// The demo tree (built once per machine by the script, then cached).
+fn demo_tree() -> &'static Path {
+    static TREE: OnceLock<PathBuf> = OnceLock::new();
+    TREE.get_or_init(|| {
+        let out = Command::new(root().join("scripts/make-demo-tree"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/make-demo-tree runs");
+        assert!(out.status.success(), "make-demo-tree failed");
+        let path = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(path.lines().last().expect("make-demo-tree prints the path").trim())
+    })
+}
+
+/// The static agent.
+fn agent() -> &'static Path {
+    static AGENT: OnceLock<PathBuf> = OnceLock::new();
+    AGENT.get_or_init(|| {
+        if let Some(p) = std::env::var_os("FIRSTBAD_AGENT") {
+            return PathBuf::from(p);
+        }
+        let out = Command::new(root().join("scripts/build-agent"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/build-agent runs");
+        assert!(out.status.success(), "build-agent failed");
+        let path = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(path.lines().last().unwrap().trim())
+    })
+}
+
+/// `key=value` lines that make-demo-tree writes into the demo repository's git dir.
+fn demo_fact(key: &str) -> String {
+    let text = std::fs::read_to_string(demo_tree().join(".git/firstbad-demo")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in .git/firstbad-demo"))
+        .to_owned()
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The commit whose subject is `subject`, between demo-good and demo-bad.
+fn commit_by_subject(subject: &str) -> String {
+    let log = git(demo_tree(), &["log", "--format=%H %s", "demo-good..demo-bad"]);
+    log.lines()
+        .find_map(|l| {
+            let (id, s) = l.split_once(' ')?;
+            (s == subject).then(|| id.to_owned())
+        })
+        .unwrap_or_else(|| panic!("no commit {subject:?} in the demo tree"))
+}
+
+/// A hunt file in `dir` over the demo tree; builds cached machine-wide.
+fn hunt_file(dir: &Path, good: &str, bad: &str) -> PathBuf {
+    let hunt = dir.join("hunt.toml");
+    let text = format!(
+        r#"[hunt]
+name = "e2e"
+repo = "{repo}"
+good = "{good}"
+bad = "{bad}"
+state_dir = "{state}"
+
+[build]
+config = "{root}/configs/kernel/qemu-x86_64.config"
+jobs = 2
+
+[[hosts]]
+kind = "qemu"
+accel = "tcg"
+memory_mb = 1024
+boot_timeout_s = 240
+
+[workload]
+file = "{root}/workloads/fsync-latency.toml"
+metric = "fsync_latency_p50_ms"
+timeout_s = 300
+"#,
+        repo = demo_tree().display(),
+        state = dir.join("state").display(),
+        root = root().display(),
+    );
+    std::fs::write(&hunt, text).unwrap();
+    hunt
+}
+
+fn journal_events(state: &Path) -> Vec<(String, Option<String>, serde_json::Value)> {
+    let conn = Connection::open(state.join("journal.sqlite")).unwrap();
+    let mut st = conn
+        .prepare("SELECT kind, commit_id, body FROM events ORDER BY seq")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .unwrap()
+        .map(|r| {
+            let (k, c, b) = r.unwrap();
+            (k, c, serde_json::from_str(&b).unwrap())
+        })
+        .collect();
+    rows
+}
+
+fn qemu_children(pid: u32) -> usize {
+    // qemu dies with firstbad (PR_SET_PDEATHSIG); count qemu processes whose parent was it.
+    let out = Command::new("ps")
+        .args(["-eo", "ppid=,comm="])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            let mut it = l.split_whitespace();
+            it.next() == Some(&pid.to_string()) && it.next().is_some_and(|c| c.starts_with("qemu"))
+        })
+        .count()
+}
+
+/// The spine: firstbad finds the injected ext4 fsync regression in a real kernel tree,
+/// skipping the commit that does not build, and a `kill -9` in the middle of a boot loses
+/// nothing: the rerun gives the same culprit without rebuilding or re-measuring finished
+/// steps, and its `git bisect log` replays in git itself.
+#[test]
+fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let culprit = commit_by_subject(&demo_fact("culprit_subject"));
+    let broken = commit_by_subject(&demo_fact("broken_subject"));
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let state = dir.path().join("state");
+
+    // First run: kill -9 during the first boot that follows the first verdict.
+    let mut child = firstbad()
+        .arg("run")
+        .arg(&hunt)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("firstbad run ended ({status}) before it could be killed mid-hunt");
+        }
+        let events = if state.join("journal.sqlite").exists() {
+            journal_events(&state)
+        } else {
+            Vec::new()
+        };
+        let first_verdict = events.iter().position(|(k, _, _)| k == "verdict");
+        let boot_after = first_verdict.is_some_and(|i| {
+            events[i..].iter().any(|(k, _, _)| k == "boot-started")
+                && events.last().is_some_and(|(k, _, _)| k == "boot-started")
+        });
+        if boot_after {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no verdict within an hour");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(3)); // into the boot
+    let pid = child.id();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(qemu_children(pid), 0, "the VM outlived a killed firstbad");
+    let before = journal_events(&state);
+    let finished_boots_before = before.iter().filter(|(k, _, _)| k == "boot-finished").count();
+    assert!(finished_boots_before >= 6, "baselines were measured before the kill");
+
+    // Rerun: resumes to the end.
+    let out = firstbad().arg("run").arg(&hunt).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "rerun failed: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains(&format!("first bad commit: {}", &culprit[..12])),
+        "wrong culprit, expected {culprit}: {stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("resuming"), "{stderr}");
+
+    let events = journal_events(&state);
+    // Nothing finished before the kill was done again.
+    let mut builds = std::collections::HashSet::new();
+    let mut boots = std::collections::HashSet::new();
+    for (kind, commit, body) in &events {
+        let commit = commit.clone().unwrap_or_default();
+        if kind == "build-finished" {
+            assert!(builds.insert(commit.clone()), "{commit} built twice");
+        }
+        if kind == "boot-finished" {
+            let n = body["boot"].as_u64().unwrap();
+            assert!(boots.insert((commit.clone(), n)), "boot {n} of {commit} measured twice");
+        }
+    }
+    for (kind, commit, _) in &events[before.len()..] {
+        if kind == "build-started" {
+            let c = commit.as_deref().unwrap();
+            assert!(
+                !before.iter().any(|(k, bc, _)| k == "build-finished" && bc.as_deref() == Some(c)),
+                "{c} was rebuilt after the resume"
+            );
+        }
+    }
+    // The broken commit was tested and skipped as a build failure, never called good or bad.
+    let broken_verdict = events
+        .iter()
+        .find(|(k, c, _)| k == "verdict" && c.as_deref() == Some(broken.as_str()))
+        .expect("the bisection visits the build-breaking commit");
+    assert_eq!(broken_verdict.2["verdict"], "skip");
+    assert!(
+        broken_verdict.2["reason"].as_str().unwrap().contains("build failed"),
+        "{:?}",
+        broken_verdict.2
+    );
+    // The culprit itself was measured bad, with every per-boot sample kept.
+    let culprit_boot = events
+        .iter()
+        .find(|(k, c, _)| k == "boot-finished" && c.as_deref() == Some(culprit.as_str()))
+        .expect("the culprit was booted");
+    let samples = &culprit_boot.2["outcome"]["result"]["series"]["fsync_latency"]["samples"];
+    assert_eq!(samples.as_array().unwrap().len(), 40, "every fsync sample is kept");
+    let rel = culprit_boot.2["outcome"]["kernel_release"].as_str().unwrap();
+    assert!(rel.ends_with(&format!("-fb{}", &culprit[..12])), "booted {rel}");
+
+    // The report names the culprit; the log replays in git and git agrees.
+    let report = firstbad().arg("report").arg(&hunt).output().unwrap();
+    let report = String::from_utf8_lossy(&report.stdout);
+    assert!(report.contains(&demo_fact("culprit_subject")), "{report}");
+    let log = firstbad().arg("log").arg(&hunt).output().unwrap();
+    let log_path = dir.path().join("bisect.log");
+    std::fs::write(&log_path, &log.stdout).unwrap();
+    let clone = dir.path().join("clone");
+    git(
+        dir.path(),
+        &["clone", "-q", "--no-checkout", "--shared", &demo_tree().display().to_string(), "clone"],
+    );
+    let replay = Command::new("git")
+        .arg("-C")
+        .arg(&clone)
+        .args(["bisect", "replay"])
+        .arg(&log_path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        said.contains(&format!("{culprit} is the first bad commit")),
+        "git bisect replay: {said}\n{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+}
+
+fn run_expecting_bad_input(hunt: &Path) -> String {
+    let out = firstbad().arg("run").arg(hunt).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_malformed_hunt_file_names_the_file_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let text = std::fs::read_to_string(&hunt)
+        .unwrap()
+        .replace("memory_mb = 1024", "memory_mb = \"lots\"");
+    std::fs::write(&hunt, text).unwrap();
+    let err = run_expecting_bad_input(&hunt);
+    assert!(err.contains("hunt.toml"), "{err}");
+    assert!(err.contains("memory_mb"), "{err}");
+}
+
+#[test]
+fn a_revision_that_does_not_exist_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "v9.99-no-such-tag");
+    let err = run_expecting_bad_input(&hunt);
+    assert!(err.contains("hunt.bad"), "{err}");
+    assert!(err.contains("v9.99-no-such-tag"), "{err}");
+}
+
+#[test]
+fn good_not_an_ancestor_of_bad_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Swapped endpoints: demo-bad descends from demo-good, not the other way round.
+    let hunt = hunt_file(dir.path(), "demo-bad", "demo-good");
+    let err = run_expecting_bad_input(&hunt);
+    assert!(err.contains("ancestor"), "{err}");
+}
