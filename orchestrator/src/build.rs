@@ -239,6 +239,7 @@ impl Builder {
             repo.find_branch(&name, git2::BranchType::Local)?.delete()?;
         }
         let wt = git2::Repository::open(&src)?;
+        let target = wt.find_commit(oid)?;
         let mut co = git2::build::CheckoutBuilder::new();
         co.force().remove_untracked(false);
         wt.checkout_tree(target.as_object(), Some(&mut co))?;

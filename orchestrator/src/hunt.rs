@@ -358,7 +358,12 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
     let mut bisection = Bisection::new(&dag, &bad, std::slice::from_ref(&good))
         .map_err(|e| HuntError::BadInput(e.to_string()))?;
     for (commit, verdict, _) in &state.verdicts {
-        bisection.mark(commit, *verdict);
+        bisection.mark(commit, *verdict).map_err(|e| {
+            HuntError::BadInput(format!(
+                "{}: the journal does not fit this range ({e}); use another hunt.state_dir",
+                cfg.state_dir.display()
+            ))
+        })?;
     }
     let end = loop {
         match bisection.next() {
@@ -380,7 +385,9 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
                     reason: reason.clone(),
                 })?;
                 state.verdicts.push((commit.clone(), verdict, reason));
-                bisection.mark(&commit, verdict);
+                bisection
+                    .mark(&commit, verdict)
+                    .expect("the engine's own candidate can be marked");
             }
         }
     };
