@@ -46,6 +46,10 @@ pub fn local_version(commit: &str) -> String {
     format!("-fb{}", &commit[..ID_LEN.min(commit.len())])
 }
 
+/// Changes whenever the way a kernel is built changes, so that kernels cached by an older
+/// recipe are not reused.
+const RECIPE: &str = "r2";
+
 /// Builds kernels for one repository and one build configuration.
 pub struct Builder {
     repo_path: PathBuf,
@@ -107,7 +111,7 @@ impl Builder {
         self.cfg
             .cache_dir
             .join("kernels")
-            .join(format!("{commit}-{}", self.key))
+            .join(format!("{commit}-{}-{RECIPE}", self.key))
     }
 
     /// A kernel already built for this commit and key, if cached.
@@ -180,6 +184,7 @@ impl Builder {
             .arg("-C")
             .arg(&src)
             .arg(format!("O={}", build_dir.display()))
+            .arg("LOCALVERSION=")
             .args(&self.cfg.make_args)
             .arg("kernelrelease")
             .stderr(Stdio::null())
@@ -259,6 +264,9 @@ impl Builder {
         cmd.arg("-C")
             .arg(src)
             .arg(format!("O={}", build_dir.display()))
+            // An empty LOCALVERSION stops setlocalversion from appending "+" for a git tree:
+            // the release must be exactly the version plus CONFIG_LOCALVERSION.
+            .arg("LOCALVERSION=")
             .args(&self.cfg.make_args);
         let use_ccache = match self.cfg.ccache {
             Ccache::On => true,

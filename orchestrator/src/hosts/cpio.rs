@@ -52,7 +52,7 @@ impl Archive {
     }
 
     fn pad(&mut self) {
-        while self.buf.len() % 4 != 0 {
+        while !self.buf.len().is_multiple_of(4) {
             self.buf.push(0);
         }
     }
@@ -108,7 +108,7 @@ mod tests {
             .symlink("etc/link", "token")
             .char_dev("console", 0o600, 5, 1);
         let bytes = a.finish();
-        assert_eq!(bytes.len() % 4, 0);
+        assert!(bytes.len().is_multiple_of(4));
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.cpio");
         std::fs::write(&p, &bytes).unwrap();
