@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 fn firstbad() -> Command {
@@ -34,7 +37,12 @@ fn demo_tree() -> &'static Path {
             .expect("scripts/make-demo-tree runs");
         assert!(out.status.success(), "make-demo-tree failed");
         let path = String::from_utf8(out.stdout).unwrap();
-        PathBuf::from(path.lines().last().expect("make-demo-tree prints the path").trim())
+        PathBuf::from(
+            path.lines()
+                .last()
+                .expect("make-demo-tree prints the path")
+                .trim(),
+        )
     })
 }
 
@@ -81,7 +89,10 @@ fn git(repo: &Path, args: &[&str]) -> String {
 
 /// The commit whose subject is `subject`, between demo-good and demo-bad.
 fn commit_by_subject(subject: &str) -> String {
-    let log = git(demo_tree(), &["log", "--format=%H %s", "demo-good..demo-bad"]);
+    let log = git(
+        demo_tree(),
+        &["log", "--format=%H %s", "demo-good..demo-bad"],
+    );
     log.lines()
         .find_map(|l| {
             let (id, s) = l.split_once(' ')?;
@@ -209,8 +220,14 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(qemu_children(pid), 0, "the VM outlived a killed firstbad");
     let before = journal_events(&state);
-    let finished_boots_before = before.iter().filter(|(k, _, _)| k == "boot-finished").count();
-    assert!(finished_boots_before >= 6, "baselines were measured before the kill");
+    let finished_boots_before = before
+        .iter()
+        .filter(|(k, _, _)| k == "boot-finished")
+        .count();
+    assert!(
+        finished_boots_before >= 6,
+        "baselines were measured before the kill"
+    );
 
     // Rerun: resumes to the end.
     let out = firstbad().arg("run").arg(&hunt).output().unwrap();
@@ -238,14 +255,19 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         }
         if kind == "boot-finished" {
             let n = body["boot"].as_u64().unwrap();
-            assert!(boots.insert((commit.clone(), n)), "boot {n} of {commit} measured twice");
+            assert!(
+                boots.insert((commit.clone(), n)),
+                "boot {n} of {commit} measured twice"
+            );
         }
     }
     for (kind, commit, _) in &events[before.len()..] {
         if kind == "build-started" {
             let c = commit.as_deref().unwrap();
             assert!(
-                !before.iter().any(|(k, bc, _)| k == "build-finished" && bc.as_deref() == Some(c)),
+                !before
+                    .iter()
+                    .any(|(k, bc, _)| k == "build-finished" && bc.as_deref() == Some(c)),
                 "{c} was rebuilt after the resume"
             );
         }
@@ -257,7 +279,10 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         .expect("the bisection visits the build-breaking commit");
     assert_eq!(broken_verdict.2["verdict"], "skip");
     assert!(
-        broken_verdict.2["reason"].as_str().unwrap().contains("build failed"),
+        broken_verdict.2["reason"]
+            .as_str()
+            .unwrap()
+            .contains("build failed"),
         "{:?}",
         broken_verdict.2
     );
@@ -267,9 +292,18 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         .find(|(k, c, _)| k == "boot-finished" && c.as_deref() == Some(culprit.as_str()))
         .expect("the culprit was booted");
     let samples = &culprit_boot.2["outcome"]["result"]["series"]["fsync_latency"]["samples"];
-    assert_eq!(samples.as_array().unwrap().len(), 40, "every fsync sample is kept");
-    let rel = culprit_boot.2["outcome"]["kernel_release"].as_str().unwrap();
-    assert!(rel.ends_with(&format!("-fb{}", &culprit[..12])), "booted {rel}");
+    assert_eq!(
+        samples.as_array().unwrap().len(),
+        40,
+        "every fsync sample is kept"
+    );
+    let rel = culprit_boot.2["outcome"]["kernel_release"]
+        .as_str()
+        .unwrap();
+    assert!(
+        rel.ends_with(&format!("-fb{}", &culprit[..12])),
+        "booted {rel}"
+    );
 
     // The report names the culprit; the log replays in git and git agrees.
     let report = firstbad().arg("report").arg(&hunt).output().unwrap();
@@ -281,7 +315,14 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
     let clone = dir.path().join("clone");
     git(
         dir.path(),
-        &["clone", "-q", "--no-checkout", "--shared", &demo_tree().display().to_string(), "clone"],
+        &[
+            "clone",
+            "-q",
+            "--no-checkout",
+            "--shared",
+            &demo_tree().display().to_string(),
+            "clone",
+        ],
     );
     let replay = Command::new("git")
         .arg("-C")
