@@ -20,6 +20,16 @@ struct RawHunt {
     workload: RawWorkloadRef,
     #[serde(default)]
     classify: RawClassify,
+    #[serde(default)]
+    report: RawReport,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReport {
+    web_link: Option<String>,
+    bisected_by: Option<String>,
+    reported_by: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +119,20 @@ pub struct HuntConfig {
     pub workload: WorkloadConfig,
     /// Classification parameters.
     pub classify: ClassifyConfig,
+    /// What reports add: a web link for commits and the trailers of the e-mail report.
+    pub report: ReportConfig,
+}
+
+/// The optional `[report]` table.
+#[derive(Debug, Clone, Default)]
+pub struct ReportConfig {
+    /// Web link to a commit, with `{commit}` standing for its full id, e.g.
+    /// `https://git.kernel.org/torvalds/c/{commit}`.
+    pub web_link: Option<String>,
+    /// `Bisected-by:` trailer of the e-mail report (`Name <address>`).
+    pub bisected_by: Option<String>,
+    /// `Reported-by:` trailer of the e-mail report.
+    pub reported_by: Option<String>,
 }
 
 /// How candidate kernels are built.
@@ -377,10 +401,15 @@ impl HuntConfig {
         let wl_path = v.path("workload.file", &raw.workload.file)?;
         let workload = load_workload(&wl_path)?;
         let metric = raw.workload.metric;
-        let known: &[&str] = match &workload {
-            Workload::FsyncLatency(_) => FSYNC_LATENCY_METRICS,
+        // fio and command workloads name their metrics after the job file or script, so they
+        // can only be checked once a run has reported.
+        let known: Option<&[&str]> = match &workload {
+            Workload::FsyncLatency(_) => Some(FSYNC_LATENCY_METRICS),
+            Workload::Sequential(_) => Some(firstbad_wire::SEQUENTIAL_METRICS),
+            Workload::Threads(_) => Some(firstbad_wire::THREADS_METRICS),
+            Workload::Fio(_) | Workload::Command(_) => None,
         };
-        if !known.contains(&metric.as_str()) {
+        if let Some(known) = known.filter(|k| !k.contains(&metric.as_str())) {
             return Err(v.field(
                 "workload.metric",
                 format!(
@@ -441,6 +470,20 @@ impl HuntConfig {
             return Err(v.field("classify.max_failed_boots", "must be at least 1"));
         }
 
+        if let Some(link) = &raw.report.web_link {
+            if !link.contains("{commit}") {
+                return Err(v.field(
+                    "report.web_link",
+                    format!("{link:?} has no {{commit}}: e.g. \"https://git.kernel.org/torvalds/c/{{commit}}\""),
+                ));
+            }
+        }
+        let report = ReportConfig {
+            web_link: raw.report.web_link,
+            bisected_by: raw.report.bisected_by,
+            reported_by: raw.report.reported_by,
+        };
+
         Ok(HuntConfig {
             source: path.to_owned(),
             name,
@@ -452,6 +495,7 @@ impl HuntConfig {
             hosts,
             workload,
             classify,
+            report,
         })
     }
 }
@@ -485,7 +529,7 @@ fn load_workload(path: &Path) -> Result<Workload, ConfigError> {
     })?;
     serde_json::from_value(json).map_err(|e| ConfigError::Syntax {
         path: path.to_owned(),
-        message: format!("{e} (known kinds: fsync-latency; see workloads/ for examples)"),
+        message: format!("{e} (known kinds: fsync-latency, sequential, threads, fio, command; see workloads/ for examples)"),
     })
 }
 
@@ -615,6 +659,23 @@ mod tests {
         let e = HuntConfig::load(&p).unwrap_err().to_string();
         assert!(e.contains("workload.metric"), "{e}");
         assert!(e.contains("fsync_latency_p99_ms"), "{e}");
+    }
+
+    #[test]
+    fn report_table_is_optional_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "");
+        assert!(HuntConfig::load(&p).unwrap().report.web_link.is_none());
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, format!("{text}\n[report]\nweb_link = \"https://x/c/{{commit}}\"\nbisected_by = \"A <a@b>\"\n")).unwrap();
+        let c = HuntConfig::load(&p).unwrap();
+        assert_eq!(c.report.bisected_by.as_deref(), Some("A <a@b>"));
+        std::fs::write(&p, format!("{text}\n[report]\nweb_link = \"https://x/\"\n")).unwrap();
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("report.web_link"), "{e}");
+        std::fs::write(&p, format!("{text}\n[report]\nreportd_by = \"x\"\n")).unwrap();
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("reportd_by"), "{e}");
     }
 
     #[test]
