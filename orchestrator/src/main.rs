@@ -38,12 +38,28 @@ enum Command {
     Status {
         /// The hunt file.
         hunt: PathBuf,
+        /// Keep showing the status, refreshed, until the hunt ends (Ctrl-C to stop).
+        #[arg(long)]
+        follow: bool,
+        /// Seconds between refreshes with --follow.
+        #[arg(long, default_value_t = 2)]
+        interval: u64,
     },
     /// Print the hunt's report: the first bad commit, every tested commit with its
     /// verdict and per-boot numbers, and the git bisect log.
     Report {
         /// The hunt file.
         hunt: PathBuf,
+        /// markdown; email (plain text for LKML/bugzilla, with trailers); json (schema in
+        /// docs/report-schema.md); html (self-contained, inline SVG plots).
+        #[arg(long, value_enum, default_value_t = Format::Markdown)]
+        format: Format,
+        /// Write the HTML report to this file (same as --format html -o FILE).
+        #[arg(long, value_name = "FILE", conflicts_with = "format")]
+        html: Option<PathBuf>,
+        /// Write the report to this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Build one revision with the hunt's settings, boot it once and run the workload:
     /// check a set-up before starting a long hunt. Records nothing in the hunt's journal.
@@ -58,6 +74,19 @@ enum Command {
         /// The hunt file.
         hunt: PathBuf,
     },
+}
+
+/// Report formats.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// Markdown for a person.
+    Markdown,
+    /// Plain text for LKML or bugzilla.
+    Email,
+    /// JSON for CI systems and dashboards.
+    Json,
+    /// One self-contained HTML file.
+    Html,
 }
 
 fn main() -> ExitCode {
@@ -145,42 +174,53 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
             }
         }
-        Command::Status { hunt } => {
+        Command::Status {
+            hunt,
+            follow,
+            interval,
+        } => {
             let cfg = match load(&hunt) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let Some((id, state)) = open_state(&cfg)? else {
-                println!(
-                    "{}: not started (no journal in {})",
-                    cfg.name,
-                    cfg.state_dir.display()
-                );
-                return Ok(exit_code::OK);
-            };
-            println!(
-                "hunt {}: good {} bad {}",
-                cfg.name,
-                short(&id.good),
-                short(&id.bad)
-            );
-            if let Some(n) = state.candidates {
-                println!("candidates at start: {n}");
+            loop {
+                let path = journal_path(&cfg.state_dir);
+                let opened = if path.exists() {
+                    let j = Journal::open_read_only(&path)?;
+                    j.identity()?
+                        .map(|id| (id, j.events()))
+                        .map(|(id, e)| e.map(|e| (id, e)))
+                } else {
+                    None
+                };
+                let ended = match opened.transpose()? {
+                    None => {
+                        println!(
+                            "{}: not started (no journal in {})",
+                            cfg.name,
+                            cfg.state_dir.display()
+                        );
+                        false
+                    }
+                    Some((id, entries)) => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_millis() as i64);
+                        if follow && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                            print!("\x1b[2J\x1b[H");
+                        }
+                        print!("{}", report::status::render(&cfg, &id, &entries, now));
+                        HuntState::replay(&entries).end.is_some()
+                    }
+                };
+                if !follow || ended {
+                    return Ok(exit_code::OK);
+                }
+                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                    println!("---");
+                }
+                std::thread::sleep(std::time::Duration::from_secs(interval.max(1)));
             }
-            println!(
-                "baselines: {}",
-                state.baselines.as_deref().unwrap_or("not yet confirmed")
-            );
-            println!("verdicts: {}", state.verdicts.len());
-            for (c, v, reason) in &state.verdicts {
-                println!("  {} {:<4} {reason}", short(c), v.as_str());
-            }
-            match (&state.end, &state.in_flight) {
-                (Some(end), _) => println!("ended: {}", serde_json::to_string(end)?),
-                (None, Some(step)) => println!("now: {step}"),
-                (None, None) => println!("now: between steps"),
-            }
-            Ok(exit_code::OK)
         }
         Command::Try { hunt, rev } => {
             let cfg = match load(&hunt) {
@@ -210,12 +250,21 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
             }
         }
-        Command::Report { hunt } => report_cmd(&hunt, false),
-        Command::Log { hunt } => report_cmd(&hunt, true),
+        Command::Report {
+            hunt,
+            format,
+            html,
+            output,
+        } => match html {
+            Some(file) => report_cmd(&hunt, Some(Format::Html), Some(file)),
+            None => report_cmd(&hunt, Some(format), output),
+        },
+        Command::Log { hunt } => report_cmd(&hunt, None, None),
     }
 }
 
-fn report_cmd(hunt: &Path, log_only: bool) -> anyhow::Result<u8> {
+/// Prints (or writes to `output`) the report in `format`, or the bisect log for `None`.
+fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> anyhow::Result<u8> {
     let cfg = match load(hunt) {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -229,14 +278,38 @@ fn report_cmd(hunt: &Path, log_only: bool) -> anyhow::Result<u8> {
         );
         return Ok(exit_code::BAD_INPUT);
     };
-    let commits = RepoCommits(History::open(&cfg.repo).ok());
-    if log_only {
-        print!("{}", report::bisect_log(&id, &state, &commits));
-    } else {
-        print!(
-            "{}",
+    let commits = report::GitCommits::open(&cfg.repo);
+    let ctx = report::Context {
+        name: &cfg.name,
+        hunt_file: &cfg.source,
+        workload_file: &cfg.workload.file,
+        metric: &cfg.workload.metric,
+        direction: cfg.workload.direction,
+        settings: &cfg.report,
+    };
+    let text = match format {
+        None => report::bisect_log(&id, &state, &commits),
+        Some(Format::Markdown) => {
             report::markdown(&cfg.name, &cfg.workload.metric, &id, &state, &commits)
-        );
+        }
+        Some(Format::Email) => {
+            report::email::email(&report::Report::build(&ctx, &id, &state, &commits))
+        }
+        Some(Format::Json) => report::Report::build(&ctx, &id, &state, &commits).json() + "\n",
+        Some(Format::Html) => {
+            let range = commits.range(&id.good, &id.bad);
+            report::html::html(
+                &report::Report::build(&ctx, &id, &state, &commits),
+                range.as_deref(),
+            )
+        }
+    };
+    match output {
+        Some(path) => {
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("firstbad: wrote {}", path.display());
+        }
+        None => print!("{text}"),
     }
     Ok(exit_code::OK)
 }

@@ -1,21 +1,12 @@
-//! Reports: Markdown for a person, and a `git bisect log` that `git bisect replay` accepts.
-//!
-//! Everything is derived from the journal ([`HuntState`]) plus commit metadata, so a report
-//! can be made at any time, also while the hunt runs.
+//! The Markdown report for a person, and a `git bisect log` that `git bisect replay` accepts.
 
+use super::Commits;
 use crate::classify::median;
-use crate::history::CommitInfo;
 use crate::hunt::{short, HuntState};
 use crate::journal::{BootOutcome, BuildOutcome, HuntEnd, HuntIdentity, Verdict};
 use std::fmt::Write;
 
-/// Commit metadata lookup; unknown commits get their id as subject.
-pub trait Commits {
-    /// Subject, author and date of a commit.
-    fn info(&self, id: &str) -> Option<CommitInfo>;
-}
-
-fn subject(commits: &dyn Commits, id: &str) -> String {
+pub(crate) fn subject(commits: &dyn Commits, id: &str) -> String {
     commits
         .info(id)
         .map(|c| c.subject)

@@ -1,0 +1,169 @@
+//! The plain-text report for LKML or bugzilla: what regressed and by how much, the first
+//! bad commit as `git log --oneline` prints it, how to reproduce, the `git bisect log`, and
+//! the trailers. Lines stay under 80 columns where the data allows.
+
+use super::{Estimate, Report};
+use std::fmt::Write;
+
+fn est(e: &Estimate, unit: &str) -> String {
+    format!("{:.2} {unit} [{:.2}, {:.2}]", e.value, e.low, e.high)
+}
+
+/// Renders the e-mail report.
+pub fn email(r: &Report) -> String {
+    let mut out = String::new();
+    let unit = r.regression.as_ref().map(|g| g.unit.as_str()).unwrap_or("");
+    let subject = match (&r.first_bad, &r.regression) {
+        (Some(c), Some(g)) => format!(
+            "Subject: [REGRESSION] {} {:.1}x slower median ({}), bisected to {}",
+            g.series,
+            g.median_ratio.value,
+            r.name,
+            crate::hunt::short(&c.id)
+        ),
+        (Some(c), None) => format!(
+            "Subject: [REGRESSION] {}: bisected to {}",
+            r.name,
+            crate::hunt::short(&c.id)
+        ),
+        _ => format!("Subject: [REGRESSION] {}: {}", r.name, r.status),
+    };
+    let _ = writeln!(out, "{subject}\n");
+    let _ = writeln!(out, "Hi,\n");
+    let _ = writeln!(
+        out,
+        "{} regressed between {} (\"{}\", good)\nand {} (\"{}\", bad).\n",
+        r.metric,
+        crate::hunt::short(&r.good.id),
+        r.good.subject,
+        crate::hunt::short(&r.bad.id),
+        r.bad.subject
+    );
+    if let Some(g) = &r.regression {
+        let _ = writeln!(
+            out,
+            "{} per fsync, pooled over boots ({}):\n",
+            g.series,
+            if g.unit.is_empty() {
+                "no unit"
+            } else {
+                &g.unit
+            }
+        );
+        let _ = writeln!(out, "              {:<30} {:<30}", "median", "p99");
+        for (label, e) in [("good", &g.good), ("bad", &g.bad)] {
+            let _ = writeln!(
+                out,
+                "  {label:<4} {:>2}x{:<3} {:<30} {:<30}",
+                e.boots,
+                e.samples / e.boots.max(1),
+                est(&e.median, unit),
+                est(&e.p99, unit)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  bad/good      {:<30} {:<30}",
+            format!(
+                "x{:.2} [{:.2}, {:.2}]",
+                g.median_ratio.value, g.median_ratio.low, g.median_ratio.high
+            ),
+            format!(
+                "x{:.2} [{:.2}, {:.2}]",
+                g.p99_ratio.value, g.p99_ratio.low, g.p99_ratio.high
+            )
+        );
+        let _ = writeln!(
+            out,
+            "\n  (boots x samples per boot; [..]: {})\n",
+            g.interval_method
+        );
+    }
+    match (&r.first_bad, r.status) {
+        (Some(c), _) => {
+            let _ = writeln!(out, "The first bad commit is:\n\n  {}\n", c.oneline);
+            if let Some(a) = &c.author {
+                let _ = writeln!(out, "  Author: {a}");
+            }
+            if let Some(d) = &c.date {
+                let _ = writeln!(out, "  Date:   {d}");
+            }
+            if let Some(d) = &c.diffstat {
+                for f in &d.files {
+                    let _ = writeln!(out, "  {} | +{} -{}", f.path, f.insertions, f.deletions);
+                }
+                let _ = writeln!(
+                    out,
+                    "  {} file(s) changed, {} insertion(s)(+), {} deletion(s)(-)",
+                    d.files.len(),
+                    d.insertions,
+                    d.deletions
+                );
+            }
+            if let Some(l) = &c.link {
+                let _ = writeln!(out, "  {l}");
+            }
+            let _ = writeln!(out);
+        }
+        (None, "only-skipped-left") => {
+            let _ = writeln!(
+                out,
+                "Only skipped commits are left; the first bad commit is one of:\n"
+            );
+            for c in &r.possible_first_bad {
+                let _ = writeln!(out, "  {} {}", crate::hunt::short(&c.id), c.subject);
+            }
+            let _ = writeln!(out);
+        }
+        (None, status) => {
+            let _ = writeln!(
+                out,
+                "No first bad commit: the hunt is {status}{}.\n",
+                r.status_detail
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "Confidence: {} ({}).\n",
+        r.confidence.level,
+        r.confidence.reasons.join("; ")
+    );
+    if !r.snapshot_diff.is_empty() {
+        let _ = writeln!(
+            out,
+            "Test-host settings that differ between good and bad boots:\n"
+        );
+        for d in &r.snapshot_diff {
+            let _ = writeln!(
+                out,
+                "  {}: {} -> {}",
+                d.setting,
+                d.good.join("|"),
+                d.bad.join("|")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(
+        out,
+        "Each commit was built, booted in a VM and measured by firstbad; good/bad"
+    );
+    let _ = writeln!(out, "was decided from per-boot statistics. To reproduce:\n");
+    let _ = writeln!(out, "  firstbad run {}", r.hunt_file.display());
+    let _ = writeln!(out, "  (workload: {})\n", r.workload_file.display());
+    let _ = writeln!(out, "git bisect log:\n");
+    for l in r.bisect_log.lines() {
+        let _ = writeln!(out, "  {l}");
+    }
+    if !r.trailers.is_empty() {
+        let _ = writeln!(out);
+        for t in &r.trailers {
+            let _ = writeln!(out, "{t}");
+        }
+    }
+    out
+}

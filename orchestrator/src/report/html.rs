@@ -1,0 +1,594 @@
+//! The HTML report: one self-contained file with inline SVG plots (made with plotters), no
+//! scripts and no network fetches, so it can be attached to a bug or opened offline.
+
+use super::{CommitReport, Report};
+use crate::hunt::short;
+use plotters::prelude::*;
+use std::fmt::Write;
+
+/// Colour of good verdicts and the good endpoint.
+const GOOD: RGBColor = RGBColor(0x1b, 0x9e, 0x4b);
+/// Colour of bad verdicts and the bad endpoint.
+const BAD: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+/// Colour of skipped commits.
+const SKIP: RGBColor = RGBColor(0x88, 0x88, 0x88);
+/// Colour of commits without a verdict yet.
+const PENDING: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn colour(c: &CommitReport) -> RGBColor {
+    match (c.role, c.verdict) {
+        ("good-endpoint", _) | (_, Some("good")) => GOOD,
+        ("bad-endpoint", _) | (_, Some("bad")) => BAD,
+        (_, Some(_)) => SKIP,
+        _ => PENDING,
+    }
+}
+
+type PlotResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Draws with `f` on an SVG of the given size; a drawing error becomes a visible note.
+fn svg(
+    size: (u32, u32),
+    f: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> PlotResult,
+) -> String {
+    let mut buf = String::new();
+    let r = {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(|e| e.to_string().into())
+            .and_then(|_| f(&root))
+            .and_then(|_| root.present().map_err(|e| e.to_string().into()))
+    };
+    match r {
+        Ok(()) => buf,
+        Err(e) => format!("<p class=\"err\">plot failed: {}</p>", esc(&e.to_string())),
+    }
+}
+
+/// The bisection path: each tested commit at its position in the range, by step.
+fn path_plot(r: &Report, range: Option<&[String]>) -> String {
+    let tested: Vec<&CommitReport> = r.commits.iter().filter(|c| c.step.is_some()).collect();
+    let pos = |id: &str| -> Option<f64> {
+        range
+            .and_then(|rg| rg.iter().position(|c| c == id))
+            .map(|i| i as f64 + 1.0)
+    };
+    let n = range.map_or(tested.len() + 1, |rg| rg.len()) as f64;
+    svg((900, 320), |root| {
+        let steps = tested.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(root)
+            .caption("Bisection path over the commit range", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(52)
+            .build_cartesian_2d(-0.5f64..n + 0.5, -0.5f64..steps + 0.5)?;
+        chart
+            .configure_mesh()
+            .x_desc(if range.is_some() {
+                "position in range (commits after good; bad is last)"
+            } else {
+                "step (range not available)"
+            })
+            .y_desc("bisection step")
+            .draw()?;
+        let points: Vec<(f64, f64, RGBColor, &CommitReport)> = tested
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                (
+                    pos(&c.id).unwrap_or(i as f64 + 1.0),
+                    c.step.unwrap_or(0) as f64,
+                    colour(c),
+                    *c,
+                )
+            })
+            .collect();
+        chart.draw_series(LineSeries::new(
+            points.iter().map(|p| (p.0, p.1)),
+            BLACK.mix(0.3),
+        ))?;
+        chart
+            .draw_series([Circle::new((0.0, 0.0), 6, GOOD.filled())])?
+            .label("good (endpoint or verdict)")
+            .legend(|(x, y)| Circle::new((x, y), 5, GOOD.filled()));
+        chart
+            .draw_series([Circle::new((n, 0.0), 6, BAD.filled())])?
+            .label("bad (endpoint or verdict)")
+            .legend(|(x, y)| Circle::new((x, y), 5, BAD.filled()));
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.2 == SKIP)
+                    .map(|p| Circle::new((p.0, p.1), 6, SKIP.filled())),
+            )?
+            .label("skip")
+            .legend(|(x, y)| Circle::new((x, y), 5, SKIP.filled()));
+        chart.draw_series(
+            points
+                .iter()
+                .filter(|p| p.2 != SKIP)
+                .map(|p| Circle::new((p.0, p.1), 6, p.2.filled())),
+        )?;
+        chart.draw_series(points.iter().map(|p| {
+            Text::new(
+                short(&p.3.id)[..7].to_owned(),
+                (p.0, p.1 - 0.25),
+                ("monospace", 11).into_font(),
+            )
+        }))?;
+        if let Some(c) = &r.first_bad {
+            let x = pos(&c.id).unwrap_or(n);
+            let y = tested
+                .iter()
+                .find(|t| t.id == c.id)
+                .and_then(|t| t.step)
+                .unwrap_or(0) as f64;
+            chart
+                .draw_series([TriangleMarker::new((x, y + 0.3), 8, BAD.filled())])?
+                .label("first bad commit")
+                .legend(|(x, y)| TriangleMarker::new((x, y), 6, BAD.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Every sample of every boot, per commit, on a log axis, against the endpoints' medians.
+fn samples_plot(r: &Report) -> String {
+    let unit = r
+        .regression
+        .as_ref()
+        .map(|g| g.unit.clone())
+        .unwrap_or_default();
+    let series = r
+        .regression
+        .as_ref()
+        .map(|g| g.series.clone())
+        .unwrap_or_else(|| r.metric.clone());
+    // Columns: good endpoint, tested commits in step order, bad endpoint.
+    let mut cols: Vec<&CommitReport> = r
+        .commits
+        .iter()
+        .filter(|c| c.role == "good-endpoint")
+        .collect();
+    cols.extend(r.commits.iter().filter(|c| c.role == "tested"));
+    cols.extend(r.commits.iter().filter(|c| c.role == "bad-endpoint"));
+    let all: Vec<f64> = cols
+        .iter()
+        .flat_map(|c| c.boots.iter().flat_map(|b| b.samples.iter().copied()))
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = if all.is_empty() {
+        (0.1, 10.0)
+    } else {
+        (lo / 1.5, hi * 1.5)
+    };
+    let labels: Vec<String> = cols
+        .iter()
+        .map(|c| match c.role {
+            "good-endpoint" => "good".to_owned(),
+            "bad-endpoint" => "bad".to_owned(),
+            _ => format!(
+                "{}:{}",
+                c.step.map(|s| s.to_string()).unwrap_or_else(|| "?".into()),
+                &short(&c.id)[..7]
+            ),
+        })
+        .collect();
+    let median_of = |role: &str| {
+        r.regression.as_ref().map(|g| {
+            if role == "good" {
+                g.good.median.value
+            } else {
+                g.bad.median.value
+            }
+        })
+    };
+    let width = (160 + 90 * cols.len() as u32).max(700);
+    svg((width, 420), |root| {
+        let ncols = cols.len() as f64;
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("Per-boot samples of {series}, each commit against the baselines"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5f64..ncols - 0.5, (lo..hi).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_labels(cols.len() + 1)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("commit (step:id), in bisection order")
+            .y_desc(format!("{series} ({unit}, log scale)"))
+            .draw()?;
+        if let Some(g) = median_of("good") {
+            chart
+                .draw_series(LineSeries::new(
+                    [(-0.5, g), (ncols - 0.5, g)],
+                    GOOD.stroke_width(2),
+                ))?
+                .label(format!("good baseline median {g:.2} {unit}"))
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], GOOD.stroke_width(2)));
+        }
+        if let Some(b) = median_of("bad") {
+            chart
+                .draw_series(LineSeries::new(
+                    [(-0.5, b), (ncols - 0.5, b)],
+                    BAD.stroke_width(2),
+                ))?
+                .label(format!("bad baseline median {b:.2} {unit}"))
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BAD.stroke_width(2)));
+        }
+        let mut dots = Vec::new();
+        let mut boot_medians = Vec::new();
+        for (i, c) in cols.iter().enumerate() {
+            let measured: Vec<_> = c.boots.iter().filter(|b| !b.samples.is_empty()).collect();
+            let nb = measured.len().max(1) as f64;
+            for (k, b) in measured.iter().enumerate() {
+                // Each boot gets its own strip inside the commit's column.
+                let x0 = i as f64 - 0.35 + 0.7 * (k as f64 + 0.5) / nb;
+                let w = 0.6 / nb;
+                for (j, v) in b.samples.iter().enumerate() {
+                    let jitter = ((j * 37 % 17) as f64 / 16.0 - 0.5) * w;
+                    if *v > 0.0 {
+                        dots.push((x0 + jitter, *v, colour(c)));
+                    }
+                }
+                let mut s = b.samples.clone();
+                s.sort_by(f64::total_cmp);
+                if let Some(m) = firstbad_wire::percentile(&s, 50.0) {
+                    boot_medians.push((x0, m));
+                }
+            }
+        }
+        chart
+            .draw_series(
+                dots.iter()
+                    .map(|(x, y, c)| Circle::new((*x, *y), 2, c.mix(0.45).filled())),
+            )?
+            .label("one sample (colour: verdict)")
+            .legend(|(x, y)| Circle::new((x, y), 3, PENDING.mix(0.6).filled()));
+        chart
+            .draw_series(boot_medians.iter().map(|(x, y)| {
+                Rectangle::new(
+                    [(x - 0.06, *y * 0.97), (x + 0.06, *y * 1.03)],
+                    BLACK.filled(),
+                )
+            }))?
+            .label("median of one boot")
+            .legend(|(x, y)| Rectangle::new([(x - 6, y - 2), (x + 6, y + 2)], BLACK.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// vmstat columns of one boot over time.
+fn vmstat_plot(
+    title: &str,
+    c: &CommitReport,
+    cols: &[(&str, RGBColor)],
+    y_desc: &str,
+    y_max: f64,
+) -> Option<String> {
+    let boot = c.boots.iter().find(|b| !b.vmstat.is_empty())?;
+    let t: Vec<f64> = boot.vmstat.get("t_s").cloned().unwrap_or_else(|| {
+        (0..boot.vmstat.values().map(Vec::len).max().unwrap_or(0))
+            .map(|i| i as f64)
+            .collect()
+    });
+    let t_max = t.iter().copied().fold(1.0, f64::max);
+    Some(svg((440, 280), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("{title}: boot {} of {}", boot.boot, &short(&c.id)[..7]),
+                ("sans-serif", 15),
+            )
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..t_max, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("time since run start (s)")
+            .y_desc(y_desc)
+            .draw()?;
+        for (name, colour) in cols {
+            if let Some(v) = boot.vmstat.get(*name) {
+                let colour = *colour;
+                chart
+                    .draw_series(LineSeries::new(
+                        t.iter().copied().zip(v.iter().copied()),
+                        colour.stroke_width(2),
+                    ))?
+                    .label(*name)
+                    .legend(move |(x, y)| {
+                        PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2))
+                    });
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    }))
+}
+
+fn vmstat_section(r: &Report, out: &mut String) {
+    let good = r.commits.iter().find(|c| c.role == "good-endpoint");
+    let bad = r.commits.iter().find(|c| c.role == "bad-endpoint");
+    let (Some(good), Some(bad)) = (good, bad) else {
+        return;
+    };
+    let max_of = |names: &[&str]| {
+        [good, bad]
+            .iter()
+            .flat_map(|c| {
+                c.boots.iter().flat_map(|b| {
+                    names
+                        .iter()
+                        .filter_map(|n| b.vmstat.get(*n))
+                        .flatten()
+                        .copied()
+                })
+            })
+            .fold(1.0, f64::max)
+            * 1.1
+    };
+    let io = [("bi", PENDING), ("bo", BAD)];
+    let cpu = [("us", GOOD), ("sy", PENDING), ("wa", BAD)];
+    let io_max = max_of(&["bi", "bo"]);
+    let plots: Vec<Option<String>> = vec![
+        vmstat_plot("good", good, &io, "block I/O (KiB/s)", io_max),
+        vmstat_plot("bad", bad, &io, "block I/O (KiB/s)", io_max),
+        vmstat_plot("good", good, &cpu, "CPU time (%)", 100.0),
+        vmstat_plot("bad", bad, &cpu, "CPU time (%)", 100.0),
+    ];
+    let _ = writeln!(
+        out,
+        "<h2 id=\"vmstat\">vmstat: a good and a bad boot side by side</h2>"
+    );
+    if plots.iter().all(Option::is_none) {
+        let _ = writeln!(out, "<p class=\"note\">The results carry no vmstat series (an agent without vmstat sampling).</p>");
+        return;
+    }
+    let _ = writeln!(out, "<div class=\"grid\">");
+    for p in plots.into_iter().flatten() {
+        let _ = writeln!(out, "<figure class=\"plot vmstat\">{p}</figure>");
+    }
+    let _ = writeln!(out, "</div>");
+}
+
+const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.6em}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}\
+code,pre{font-family:monospace}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}\
+.culprit{border:2px solid #d62728;padding:.5em 1em;background:#fff6f6}.good{color:#1b9e4b}.bad{color:#d62728}.skip{color:#888}\
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px}.plot{margin:0;overflow-x:auto}.note{color:#666}.err{color:#d62728}";
+
+/// Renders the HTML report; `range` is the commit range oldest first (good excluded, bad
+/// last), for the bisection path.
+pub fn html(r: &Report, range: Option<&[String]>) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    );
+    let _ = writeln!(
+        o,
+        "<title>firstbad report: {}</title><style>{CSS}</style></head><body>",
+        esc(&r.name)
+    );
+    let _ = writeln!(o, "<h1>firstbad report: {}</h1>", esc(&r.name));
+    let _ = writeln!(
+        o,
+        "<p>Metric <code>{}</code> ({}), good <code>{}</code> {}, bad <code>{}</code> {}. Status: <b>{}</b>{}.</p>",
+        esc(&r.metric),
+        r.direction,
+        short(&r.good.id),
+        esc(&r.good.subject),
+        short(&r.bad.id),
+        esc(&r.bad.subject),
+        r.status,
+        r.status_detail.as_ref().map(|d| format!(" ({})", esc(d))).unwrap_or_default()
+    );
+    if let Some(c) = &r.first_bad {
+        let _ = writeln!(
+            o,
+            "<div class=\"culprit\" id=\"first-bad\"><h2>First bad commit</h2>"
+        );
+        let _ = writeln!(
+            o,
+            "<p><code>{}</code> <b>{}</b></p><table>",
+            esc(&c.id),
+            esc(&c.subject)
+        );
+        if let Some(a) = &c.author {
+            let _ = writeln!(o, "<tr><th>Author</th><td>{}</td></tr>", esc(a));
+        }
+        if let Some(d) = &c.date {
+            let _ = writeln!(o, "<tr><th>Date</th><td>{}</td></tr>", esc(d));
+        }
+        if let Some(l) = &c.link {
+            let _ = writeln!(
+                o,
+                "<tr><th>Link</th><td><a href=\"{0}\">{0}</a></td></tr>",
+                esc(l)
+            );
+        }
+        let _ = writeln!(o, "</table>");
+        if let Some(d) = &c.diffstat {
+            let _ = writeln!(
+                o,
+                "<table class=\"diffstat\"><tr><th>file</th><th>+</th><th>-</th></tr>"
+            );
+            for f in &d.files {
+                let _ = writeln!(o, "<tr><td><code>{}</code></td><td class=\"good\">+{}</td><td class=\"bad\">-{}</td></tr>", esc(&f.path), f.insertions, f.deletions);
+            }
+            let _ = writeln!(
+                o,
+                "<tr><th>{} file(s)</th><th>+{}</th><th>-{}</th></tr></table>",
+                d.files.len(),
+                d.insertions,
+                d.deletions
+            );
+        }
+        let _ = writeln!(o, "</div>");
+    }
+    if !r.possible_first_bad.is_empty() {
+        let _ = writeln!(o, "<h2>No single first bad commit</h2><p>Only skipped commits are left; the first bad commit is one of:</p><ul>");
+        for c in &r.possible_first_bad {
+            let _ = writeln!(
+                o,
+                "<li><code>{}</code> {}</li>",
+                short(&c.id),
+                esc(&c.subject)
+            );
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    let _ = writeln!(
+        o,
+        "<h2 id=\"confidence\">Confidence: {}</h2><ul>{}</ul>",
+        r.confidence.level,
+        r.confidence
+            .reasons
+            .iter()
+            .map(|x| format!("<li>{}</li>", esc(x)))
+            .collect::<String>()
+    );
+    if let Some(g) = &r.regression {
+        let _ = writeln!(o, "<h2 id=\"regression\">What regressed</h2><table><tr><th></th><th>boots</th><th>samples</th><th>median ({0})</th><th>p99 ({0})</th></tr>", esc(&g.unit));
+        for (label, e) in [("good", &g.good), ("bad", &g.bad)] {
+            let _ = writeln!(
+                o,
+                "<tr><th class=\"{label}\">{label}</th><td>{}</td><td>{}</td><td>{:.2} [{:.2}, {:.2}]</td><td>{:.2} [{:.2}, {:.2}]</td></tr>",
+                e.boots, e.samples, e.median.value, e.median.low, e.median.high, e.p99.value, e.p99.low, e.p99.high
+            );
+        }
+        let _ = writeln!(
+            o,
+            "<tr><th>bad/good</th><td></td><td></td><td>x{:.2} [{:.2}, {:.2}]</td><td>x{:.2} [{:.2}, {:.2}]</td></tr></table><p class=\"note\">{} of <code>{}</code>; [..]: {}.</p>",
+            g.median_ratio.value, g.median_ratio.low, g.median_ratio.high, g.p99_ratio.value, g.p99_ratio.low, g.p99_ratio.high,
+            "Pooled samples", esc(&g.series), esc(&g.interval_method)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<h2 id=\"path\">Bisection path</h2><figure class=\"plot\" id=\"plot-path\">{}</figure>",
+        path_plot(r, range)
+    );
+    let _ = writeln!(o, "<h2 id=\"samples\">Per-boot samples</h2><figure class=\"plot\" id=\"plot-samples\">{}</figure>", samples_plot(r));
+    let _ = writeln!(o, "<h2 id=\"commits\">Tested commits, in order</h2><table><tr><th>step</th><th>commit</th><th>subject</th><th>verdict</th><th>boots ({})</th><th>why</th></tr>", esc(&r.metric));
+    for c in &r.commits {
+        let v = c.verdict.unwrap_or(match c.role {
+            "good-endpoint" => "good",
+            "bad-endpoint" => "bad",
+            _ => "testing",
+        });
+        let boots: Vec<String> = c
+            .boots
+            .iter()
+            .map(|b| match (b.value, &b.reason) {
+                (Some(v), _) => format!("{v:.2}"),
+                (None, Some(reason)) => {
+                    format!("<span class=\"skip\">failed: {}</span>", esc(reason))
+                }
+                _ => "?".into(),
+            })
+            .collect();
+        let why = if c.build == Some("failed") {
+            format!("build failed: {}", esc(&c.build_errors.join(" / ")))
+        } else {
+            esc(c
+                .reason
+                .as_deref()
+                .unwrap_or(if c.role == "tested" { "" } else { "endpoint" }))
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"{v}\">{v}</td><td>{}</td><td>{why}</td></tr>",
+            c.step.map(|s| s.to_string()).unwrap_or_default(),
+            short(&c.id),
+            esc(&c.subject),
+            boots.join(", ")
+        );
+    }
+    let _ = writeln!(o, "</table>");
+    let _ = writeln!(
+        o,
+        "<h2 id=\"snapshot\">Test-host settings that differ between good and bad boots</h2>"
+    );
+    let has_snapshot = r
+        .commits
+        .iter()
+        .any(|c| c.boots.iter().any(|b| !b.snapshot.is_empty()));
+    if !has_snapshot {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">The results carry no system snapshot.</p>"
+        );
+    } else if r.snapshot_diff.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p>None: every recorded setting is the same on good and bad boots.</p>"
+        );
+    } else {
+        let _ = writeln!(o, "<table><tr><th>setting</th><th class=\"good\">good</th><th class=\"bad\">bad</th></tr>");
+        for d in &r.snapshot_diff {
+            let _ = writeln!(
+                o,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                esc(&d.setting),
+                esc(&d.good.join(" | ")),
+                esc(&d.bad.join(" | "))
+            );
+        }
+        let _ = writeln!(o, "</table>");
+    }
+    vmstat_section(r, &mut o);
+    let _ = writeln!(
+        o,
+        "<h2 id=\"reproduce\">How to reproduce</h2><pre>firstbad run {}\n# workload: {}</pre>",
+        esc(&r.hunt_file.display().to_string()),
+        esc(&r.workload_file.display().to_string())
+    );
+    let _ = writeln!(
+        o,
+        "<h2 id=\"bisect-log\">git bisect log</h2><pre>{}</pre>",
+        esc(&r.bisect_log)
+    );
+    let _ = writeln!(o, "</body></html>");
+    o
+}
