@@ -51,6 +51,16 @@ pub enum Workload {
     /// Small appends, each followed by a timed fsync, under background streaming writers
     /// (the shape of kernel bug 12309).
     FsyncLatency(FsyncLatency),
+    /// Sequential reads or writes of a file or scratch block device, with any block size
+    /// (the md RAID0 read regression, which hit block sizes that are not page multiples).
+    Sequential(Sequential),
+    /// tiobench: 1 to 256 threads each reading or writing its own file.
+    Threads(Threads),
+    /// A fio job file, run by the test host's fio with `--output-format=json`.
+    Fio(Fio),
+    /// A user's script; metrics come from its output. Refused unless the agent was started with
+    /// `--allow-command`.
+    Command(CommandWorkload),
 }
 
 impl Workload {
@@ -58,6 +68,10 @@ impl Workload {
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::FsyncLatency(_) => "fsync-latency",
+            Workload::Sequential(_) => "sequential",
+            Workload::Threads(_) => "threads",
+            Workload::Fio(_) => "fio",
+            Workload::Command(_) => "command",
         }
     }
 }
@@ -83,7 +97,225 @@ pub struct FsyncLatency {
     /// pages have built up.
     #[serde(default)]
     pub warmup_ms: u32,
+    /// Background writers use O_DIRECT instead of buffered writes (their block size must then
+    /// be a multiple of the device's logical block size).
+    #[serde(default)]
+    pub writer_direct: bool,
 }
+
+/// Whether a workload reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoOp {
+    /// Reads (the data is written first when the target is a file the agent creates).
+    Read,
+    /// Writes.
+    Write,
+}
+
+/// In which order a thread visits the blocks of its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoPattern {
+    /// Block after block, from the start.
+    #[default]
+    Sequential,
+    /// Blocks at uniformly random block-aligned offsets, as many requests as blocks.
+    Random,
+}
+
+/// Parameters of the `sequential` workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sequential {
+    /// Read or write.
+    pub op: IoOp,
+    /// A block device to use instead of a file in scratch; it must be one of the agent's
+    /// `--scratch-device`s (its contents are destroyed by writes).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Bytes per read(2)/write(2); any size, e.g. 6144 (1.5 pages).
+    pub block_bytes: u32,
+    /// Bytes to transfer (and the file's size when the target is a file).
+    pub bytes: u64,
+    /// Stop after this many milliseconds even if `bytes` are not done (0: no limit).
+    #[serde(default)]
+    pub duration_ms: u32,
+    /// Open with O_DIRECT (the page cache is bypassed).
+    #[serde(default)]
+    pub direct: bool,
+    /// Before reads: write back and drop the target's cached pages (fdatasync + fadvise
+    /// DONTNEED), then, as root, drop the page cache (`vm.drop_caches = 3`).
+    #[serde(default = "yes")]
+    pub drop_caches: bool,
+}
+
+/// Parameters of the `threads` workload (tiobench).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Threads {
+    /// Number of threads, each with its own file (1..=256).
+    pub threads: u32,
+    /// Read or write.
+    pub op: IoOp,
+    /// Sequential or random block order.
+    #[serde(default)]
+    pub pattern: IoPattern,
+    /// Size of each thread's file in bytes (each thread transfers this much).
+    pub file_bytes: u64,
+    /// Bytes per request.
+    pub block_bytes: u32,
+    /// Open with O_DIRECT.
+    #[serde(default)]
+    pub direct: bool,
+    /// Before reads: drop the files' cached pages and, as root, the page cache.
+    #[serde(default = "yes")]
+    pub drop_caches: bool,
+}
+
+/// Parameters of the `fio` workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fio {
+    /// The job file's text. The agent runs it in a fresh directory inside scratch; options that
+    /// name other paths (`filename`, `directory`, `include`, `exec_*` ...) are refused.
+    pub job: String,
+    /// Kill fio after this many seconds (it then counts as failed).
+    #[serde(default = "fio_timeout")]
+    pub timeout_s: u32,
+}
+
+/// Where a `command` workload's metrics come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum MetricSource {
+    /// Every stdout line that is a JSON object adds its numeric fields as samples.
+    JsonLines,
+    /// Every match of this regex in stdout adds a sample per named group, e.g.
+    /// `(?P<mb_s>[0-9.]+) MB/s`.
+    Regex {
+        /// The pattern (Rust `regex` syntax); each named group is a metric.
+        pattern: String,
+    },
+}
+
+/// Parameters of the `command` workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandWorkload {
+    /// Script run by `/bin/sh -c` in a fresh directory inside scratch (also in
+    /// `$FIRSTBAD_SCRATCH`).
+    pub script: String,
+    /// How to read metrics from its stdout.
+    pub metrics: MetricSource,
+    /// Kill the script after this many seconds (it then counts as failed).
+    #[serde(default = "fio_timeout")]
+    pub timeout_s: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Default time limit of `fio` and `command` runs: ten minutes.
+fn fio_timeout() -> u32 {
+    600
+}
+
+/// The state of the test host that explains a difference: taken at the start of every run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemSnapshot {
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `/proc/cmdline`.
+    pub cmdline: String,
+    /// `vm.dirty_*` sysctls by name (`vm.dirty_ratio` ...), as the kernel prints them.
+    pub sysctls: BTreeMap<String, String>,
+    /// The block device under the scratch directory (and the scratch devices), with its queue.
+    pub devices: Vec<BlockQueue>,
+    /// The mount holding the scratch directory.
+    pub mount: Option<MountInfo>,
+    /// `MemTotal` in KiB.
+    pub mem_total_kb: u64,
+    /// `MemAvailable` in KiB.
+    pub mem_available_kb: u64,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// First `model name` of /proc/cpuinfo.
+    pub cpu_model: String,
+}
+
+/// A block device's queue settings from `/sys/block/<dev>/queue` (and `device/queue_depth`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockQueue {
+    /// Kernel name, e.g. `vda` or `loop3` (the whole disk when scratch is on a partition).
+    pub name: String,
+    /// `queue/scheduler`, e.g. `[mq-deadline] none`.
+    pub scheduler: Option<String>,
+    /// `queue/nr_requests`.
+    pub nr_requests: Option<u64>,
+    /// `device/queue_depth` (SCSI/SATA only).
+    pub queue_depth: Option<u64>,
+    /// `queue/read_ahead_kb`.
+    pub read_ahead_kb: Option<u64>,
+}
+
+/// One line of `/proc/self/mounts`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MountInfo {
+    /// The mounted device (`/dev/vda1`).
+    pub source: String,
+    /// Where it is mounted.
+    pub mount_point: String,
+    /// File system type (`ext4`).
+    pub fstype: String,
+    /// Mount options (`rw,relatime,nodelalloc`).
+    pub options: String,
+}
+
+/// One second of `vmstat 1`: rates over the second before `t_s`, counts at `t_s`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmstatSample {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// KiB/s read from block devices (`pgpgin`).
+    pub bi: f64,
+    /// KiB/s written to block devices (`pgpgout`).
+    pub bo: f64,
+    /// Percent of CPU time in user mode (incl. nice).
+    pub us: f64,
+    /// Percent in the kernel (system, irq, softirq).
+    pub sy: f64,
+    /// Percent idle.
+    pub id: f64,
+    /// Percent waiting for I/O.
+    pub wa: f64,
+    /// Dirty pages (`nr_dirty`).
+    pub nr_dirty: u64,
+    /// Pages under writeback (`nr_writeback`).
+    pub nr_writeback: u64,
+}
+
+/// Metric keys the `sequential` workload reports.
+pub const SEQUENTIAL_METRICS: &[&str] = &[
+    "mb_s",
+    "request_latency_p50_ms",
+    "request_latency_p99_ms",
+    "request_latency_p999_ms",
+    "request_latency_max_ms",
+    "request_latency_mean_ms",
+];
+
+/// Metric keys the `threads` workload reports (besides per-thread series).
+pub const THREADS_METRICS: &[&str] = &[
+    "total_mb_s",
+    "latency_avg_ms",
+    "latency_max_ms",
+    "over_2s_pct",
+    "over_10s_pct",
+    "cpu_pct",
+    "mb_s_per_cpu_pct",
+];
 
 /// Answer to a started run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +362,12 @@ pub struct WorkloadResult {
     pub metrics: BTreeMap<String, f64>,
     /// Wall-clock duration of the run in seconds.
     pub duration_s: f64,
+    /// The test host's state when the run started.
+    #[serde(default)]
+    pub system: Option<SystemSnapshot>,
+    /// A vmstat-style sample each second of the run.
+    #[serde(default)]
+    pub vmstat: Vec<VmstatSample>,
 }
 
 /// A series of raw samples with their unit.
@@ -175,6 +413,7 @@ mod tests {
             fsyncs: 10,
             interval_ms: 0,
             warmup_ms: 0,
+            writer_direct: false,
         });
         let json = serde_json::to_value(&w).unwrap();
         assert_eq!(json["kind"], "fsync-latency");
