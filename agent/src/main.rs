@@ -5,6 +5,7 @@
 
 mod identity;
 mod server;
+mod sysinfo;
 mod workloads;
 
 use anyhow::{bail, Context};
@@ -29,7 +30,11 @@ struct Cli {
     /// Directory the workloads write into; the agent writes nowhere else.
     #[arg(long)]
     scratch: PathBuf,
-    /// Allow workloads that run commands (reserved: no such workload exists in protocol v1).
+    /// A block device `sequential` workloads may read and overwrite (repeatable); its contents
+    /// are destroyed.
+    #[arg(long)]
+    scratch_device: Vec<PathBuf>,
+    /// Allow `command` workloads, which run a user's script as the agent's user.
     #[arg(long)]
     allow_command: bool,
 }
@@ -73,6 +78,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if !scratch.is_dir() {
         bail!("--scratch {}: not a directory", scratch.display());
     }
+    for device in &cli.scratch_device {
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::metadata(device)
+            .with_context(|| format!("--scratch-device {}: cannot stat", device.display()))?;
+        if !meta.file_type().is_block_device() {
+            bail!("--scratch-device {}: not a block device", device.display());
+        }
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -88,9 +101,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         // The orchestrator and the tests wait for exactly this line.
         eprintln!("firstbad-agent: listening on {bound}");
         if cli.allow_command {
-            tracing::info!("--allow-command given, but no workload of protocol v1 runs commands");
+            tracing::warn!(
+                "--allow-command: command workloads will run scripts sent with the token"
+            );
         }
-        let app = server::router(server::AppState::new(token, scratch));
+        let limits = workloads::Limits {
+            devices: cli.scratch_device.clone(),
+            allow_command: cli.allow_command,
+        };
+        let app = server::router(server::AppState::new(token, scratch, limits));
         axum::serve(listener, app)
             .await
             .context("HTTP server failed")

@@ -30,6 +30,7 @@ pub struct AppState(Arc<Inner>);
 struct Inner {
     token: Vec<u8>,
     scratch: PathBuf,
+    limits: workloads::Limits,
     runs: Mutex<Runs>,
     /// Woken whenever a run leaves `Running`.
     run_ended: Notify,
@@ -53,14 +54,16 @@ struct Run {
 }
 
 impl AppState {
-    /// State for a server that accepts `token` and runs workloads in `scratch`.
-    pub fn new(token: String, scratch: PathBuf) -> Self {
+    /// State for a server that accepts `token` and runs workloads in `scratch` (and on the
+    /// devices `limits` allows).
+    pub fn new(token: String, scratch: PathBuf, limits: workloads::Limits) -> Self {
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         AppState(Arc::new(Inner {
             token: token.into_bytes(),
             scratch,
+            limits,
             runs: Mutex::new(Runs::default()),
             run_ended: Notify::new(),
             id_prefix: format!("{started:x}"),
@@ -180,7 +183,7 @@ async fn start_run(
     body: Result<Json<RunRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<RunStarted>), AppError> {
     let Json(RunRequest { workload }) = body?;
-    workloads::validate(&workload)
+    workloads::validate(&workload, &state.0.limits)
         .map_err(|e| AppError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
     let scratch = &state.0.scratch;
     let needed = workloads::bytes_needed(&workload);
@@ -239,9 +242,12 @@ async fn start_run(
     let run_dir = scratch.join(format!("firstbad-run-{id}"));
     let task_state = state.clone();
     let task_id = id.clone();
+    let limits = state.0.limits.clone();
     tokio::spawn(async move {
-        let outcome =
-            tokio::task::spawn_blocking(move || workloads::run(&workload, &run_dir, &cancel)).await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            workloads::run(&workload, &run_dir, &limits, &cancel)
+        })
+        .await;
         finish(&task_state, &task_id, outcome);
     });
     Ok((StatusCode::ACCEPTED, Json(RunStarted { id })))

@@ -4,7 +4,7 @@
 use super::{sleep_unless_cancelled, Outcome, WorkloadError};
 use firstbad_wire::{percentile, FsyncLatency, Series, WorkloadResult};
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +41,18 @@ pub fn validate(p: &FsyncLatency) -> Result<(), String> {
             MAX_BLOCK_BYTES.into(),
         )?;
         in_range("writer_bytes", p.writer_bytes, 1, u64::MAX)?;
+        if p.writer_direct
+            && !p
+                .writer_block_bytes
+                .is_multiple_of(super::sequential::DIRECT_UNIT)
+        {
+            return Err(format!(
+                "fsync-latency: writer_block_bytes = {} must be a multiple of {} with \
+                 writer_direct = true",
+                p.writer_block_bytes,
+                super::sequential::DIRECT_UNIT
+            ));
+        }
     }
     in_range(
         "append_bytes",
@@ -78,9 +90,7 @@ pub fn run(p: &FsyncLatency, dir: &Path, cancel: &AtomicBool) -> Result<Outcome,
             let path = dir.join(&name);
             let spawned = std::thread::Builder::new()
                 .name(name.clone())
-                .spawn_scoped(scope, move || {
-                    stream(&path, p.writer_bytes, p.writer_block_bytes, stop, cancel)
-                });
+                .spawn_scoped(scope, move || stream(&path, p, stop, cancel));
             match spawned {
                 Ok(handle) => handles.push((name, handle)),
                 Err(source) => {
@@ -121,21 +131,27 @@ pub fn run(p: &FsyncLatency, dir: &Path, cancel: &AtomicBool) -> Result<Outcome,
     )))
 }
 
-/// One background writer: buffered writes of `block` bytes to `path` until `total` bytes are
-/// written or `stop`/`cancel` is raised. Returns the bytes written and when it ended.
+/// One background writer: writes of `writer_block_bytes` (buffered, or O_DIRECT with
+/// `writer_direct`) to `path` until `writer_bytes` are written or `stop`/`cancel` is raised.
+/// Returns the bytes written and when it ended.
 fn stream(
     path: &Path,
-    total: u64,
-    block: u32,
+    p: &FsyncLatency,
     stop: &AtomicBool,
     cancel: &AtomicBool,
 ) -> Result<(u64, Instant), WorkloadError> {
-    let mut file = File::create(path).map_err(WorkloadError::io(path, "create"))?;
-    let buf = vec![0xa5u8; block as usize];
+    let mut file = super::open(path, true, p.writer_direct, true)?;
+    let buf = super::AlignedBuf::new(p.writer_block_bytes as usize, 0xa5);
+    let total = p.writer_bytes;
     let mut written = 0u64;
     while written < total && !stop.load(Ordering::Relaxed) && !cancel.load(Ordering::Relaxed) {
-        let len = (total - written).min(buf.len() as u64) as usize;
-        file.write_all(&buf[..len])
+        // O_DIRECT writes whole blocks only (validate() made the block a sector multiple).
+        let len = if p.writer_direct {
+            buf.as_slice().len()
+        } else {
+            (total - written).min(buf.as_slice().len() as u64) as usize
+        };
+        file.write_all(&buf.as_slice()[..len])
             .map_err(WorkloadError::io(path, "write"))?;
         written += len as u64;
     }
@@ -210,6 +226,8 @@ fn summarize(samples: Vec<f64>, writer_mb_s: f64, duration: Duration) -> Workloa
         series,
         metrics,
         duration_s: duration.as_secs_f64(),
+        system: None,
+        vmstat: Vec::new(),
     }
 }
 
@@ -226,6 +244,7 @@ mod tests {
             fsyncs: 5,
             interval_ms: 0,
             warmup_ms: 0,
+            writer_direct: false,
         }
     }
 

@@ -1,16 +1,24 @@
 //! The workloads the agent runs, and what they share: validation, space needs, scratch files.
 
+pub mod command;
+pub mod fio;
 pub mod fsync_latency;
+pub mod sequential;
+pub mod threads;
 
-use firstbad_wire::{Workload, WorkloadResult};
+use firstbad_wire::{percentile, Workload, WorkloadResult};
+use std::collections::BTreeMap;
 use std::ffi::CString;
+use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a workload that did not fail ended.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per run: boxing would buy nothing
 pub enum Outcome {
     /// It ran to the end and measured this.
     Done(WorkloadResult),
@@ -44,6 +52,9 @@ pub enum WorkloadError {
     /// A workload thread panicked (a bug in the agent).
     #[error("workload thread {0} panicked")]
     Panicked(String),
+    /// An external program (fio, a user's script) failed or printed nothing usable.
+    #[error("{0}")]
+    External(String),
 }
 
 impl WorkloadError {
@@ -57,32 +68,84 @@ impl WorkloadError {
     }
 }
 
-/// Checks a workload's parameters; the error names the parameter and the allowed range.
-pub fn validate(workload: &Workload) -> Result<(), String> {
-    match workload {
-        Workload::FsyncLatency(p) => fsync_latency::validate(p),
+/// What the agent was allowed to touch when it was started.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// Block devices workloads may read and overwrite (`--scratch-device`).
+    pub devices: Vec<PathBuf>,
+    /// Whether `command` workloads may run (`--allow-command`).
+    pub allow_command: bool,
+}
+
+impl Limits {
+    /// Checks that `device` is one of the scratch devices; the error lists them.
+    pub fn check_device(&self, device: &str) -> Result<PathBuf, String> {
+        let path = PathBuf::from(device);
+        if self.devices.contains(&path) {
+            Ok(path)
+        } else {
+            Err(format!(
+                "device {device:?} is not a scratch device of this agent (--scratch-device: {:?})",
+                self.devices
+            ))
+        }
     }
 }
 
-/// How many bytes the workload writes to the scratch directory at most.
+/// Checks a workload's parameters against `limits`; the error names the parameter and the
+/// allowed range.
+pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
+    match workload {
+        Workload::FsyncLatency(p) => fsync_latency::validate(p),
+        Workload::Sequential(p) => sequential::validate(p, limits),
+        Workload::Threads(p) => threads::validate(p),
+        Workload::Fio(p) => fio::validate(p),
+        Workload::Command(p) => command::validate(p, limits),
+    }
+}
+
+/// How many bytes the workload writes to the scratch directory at most (writes to a scratch
+/// device need no room in the directory).
 pub fn bytes_needed(workload: &Workload) -> u64 {
     match workload {
         Workload::FsyncLatency(p) => fsync_latency::bytes_needed(p),
+        Workload::Sequential(p) => sequential::bytes_needed(p),
+        Workload::Threads(p) => threads::bytes_needed(p),
+        // fio's job may say anything; its `size=` is checked by fio itself against free space.
+        Workload::Fio(_) | Workload::Command(_) => 0,
     }
 }
 
 /// Runs `workload` in a fresh directory `run_dir` (inside scratch), which is removed afterwards
 /// whether the workload finished, failed, was cancelled or panicked.
+///
+/// A system snapshot is taken first and a vmstat sample each second; both go into the result.
 pub fn run(
     workload: &Workload,
     run_dir: &Path,
+    limits: &Limits,
     cancel: &AtomicBool,
 ) -> Result<Outcome, WorkloadError> {
     std::fs::create_dir(run_dir).map_err(WorkloadError::io(run_dir, "create run directory"))?;
     let guard = RemoveOnDrop(run_dir);
+    let system = crate::sysinfo::snapshot(run_dir, &limits.devices);
+    let sampler = crate::sysinfo::VmstatSampler::start();
     let outcome = match workload {
         Workload::FsyncLatency(p) => fsync_latency::run(p, run_dir, cancel),
+        Workload::Sequential(p) => sequential::run(p, run_dir, cancel),
+        Workload::Threads(p) => threads::run(p, run_dir, cancel),
+        Workload::Fio(p) => fio::run(p, run_dir, cancel),
+        Workload::Command(p) => command::run(p, run_dir, cancel),
     };
+    let vmstat = sampler.stop();
+    let outcome = outcome.map(|o| match o {
+        Outcome::Done(mut result) => {
+            result.system = Some(system);
+            result.vmstat = vmstat;
+            Outcome::Done(result)
+        }
+        Outcome::Cancelled => Outcome::Cancelled,
+    });
     std::mem::forget(guard);
     let removed = std::fs::remove_dir_all(run_dir);
     let outcome = outcome?;
@@ -129,6 +192,189 @@ pub fn sleep_unless_cancelled(duration: Duration, cancel: &AtomicBool) -> bool {
             return true;
         }
         std::thread::sleep(STEP.min(deadline - now));
+    }
+}
+
+/// Most samples kept in one series: every sample goes back in one JSON body (~20 bytes each).
+pub const MAX_SERIES_SAMPLES: usize = 1_000_000;
+
+/// Alignment of O_DIRECT buffers: the page size, which satisfies every logical block size.
+const DIRECT_ALIGN: usize = 4096;
+
+/// A zero-filled buffer whose start is aligned for O_DIRECT.
+pub struct AlignedBuf {
+    storage: Vec<u8>,
+    offset: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` bytes, aligned to [`DIRECT_ALIGN`], filled with `fill`.
+    pub fn new(len: usize, fill: u8) -> Self {
+        let storage = vec![fill; len + DIRECT_ALIGN];
+        let offset = storage.as_ptr().align_offset(DIRECT_ALIGN);
+        AlignedBuf {
+            storage,
+            offset,
+            len,
+        }
+    }
+
+    /// The aligned bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.storage[self.offset..self.offset + self.len]
+    }
+
+    /// The aligned bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.storage[self.offset..self.offset + self.len]
+    }
+}
+
+/// Opens `path` for reading or writing, with O_DIRECT if asked; `create` also creates and
+/// truncates it.
+pub fn open(path: &Path, write: bool, direct: bool, create: bool) -> Result<File, WorkloadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(!write).write(write);
+    if create {
+        opts.create(true).truncate(true);
+    }
+    if direct {
+        opts.custom_flags(libc::O_DIRECT);
+    }
+    opts.open(path).map_err(WorkloadError::io(path, "open"))
+}
+
+/// Writes `file` back and drops its cached pages, then, when running as root, the whole page
+/// cache (`vm.drop_caches = 3`), so that the reads that follow go to the device.
+pub fn drop_caches(file: &File, path: &Path) -> Result<(), WorkloadError> {
+    file.sync_data()
+        .map_err(WorkloadError::io(path, "fdatasync"))?;
+    // SAFETY: a valid open descriptor; offset 0 and length 0 mean the whole file.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(WorkloadError::Io {
+            path: path.to_owned(),
+            op: "fadvise(DONTNEED)",
+            source: std::io::Error::from_raw_os_error(rc),
+        });
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let drop = Path::new("/proc/sys/vm/drop_caches");
+        std::fs::write(drop, "3\n").map_err(WorkloadError::io(drop, "write 3"))?;
+    }
+    Ok(())
+}
+
+/// `{prefix}_p50_ms`, p90, p99, p99.9, max and mean of latencies in ms.
+pub fn latency_metrics(prefix: &str, samples: &[f64]) -> BTreeMap<String, f64> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let pct = |p| percentile(&sorted, p).unwrap_or(f64::NAN);
+    let mean = if sorted.is_empty() {
+        f64::NAN
+    } else {
+        sorted.iter().sum::<f64>() / sorted.len() as f64
+    };
+    BTreeMap::from([
+        (format!("{prefix}_p50_ms"), pct(50.0)),
+        (format!("{prefix}_p90_ms"), pct(90.0)),
+        (format!("{prefix}_p99_ms"), pct(99.0)),
+        (format!("{prefix}_p999_ms"), pct(99.9)),
+        (format!("{prefix}_max_ms"), pct(100.0)),
+        (format!("{prefix}_mean_ms"), mean),
+    ])
+}
+
+/// A small xorshift64 generator for random offsets: reproducible, no dependency.
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (0 is replaced, since xorshift would stay at 0).
+    pub fn new(seed: u64) -> Self {
+        XorShift(seed.max(1))
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Runs `child` until it exits, `cancel` is raised or `timeout` passes; kills its process group
+/// in the last two cases. Returns its stdout and stderr, or `None` when cancelled.
+pub fn run_child(
+    mut command: std::process::Command,
+    what: &str,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<Option<std::process::Output>, WorkloadError> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| WorkloadError::External(format!("cannot start {what}: {e}")))?;
+    // Drain both pipes in threads so that a chatty child never blocks on a full pipe.
+    let mut out = child.stdout.take().expect("stdout is piped");
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let deadline = Instant::now() + timeout;
+    let (status, stopped) = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break (status, None),
+            Ok(None) => {}
+            Err(e) => return Err(WorkloadError::External(format!("{what}: wait: {e}"))),
+        }
+        let stop = if cancel.load(Ordering::Relaxed) {
+            Some("cancelled")
+        } else if Instant::now() >= deadline {
+            Some("timed out")
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            // SAFETY: kill(2) on the child's own process group (created above).
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            let status = child
+                .wait()
+                .map_err(|e| WorkloadError::External(format!("{what}: wait: {e}")))?;
+            break (status, Some(why));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    match stopped {
+        Some("cancelled") => Ok(None),
+        Some(_) => Err(WorkloadError::External(format!(
+            "{what} timed out after {} s and was killed",
+            timeout.as_secs()
+        ))),
+        None => Ok(Some(std::process::Output {
+            status,
+            stdout,
+            stderr,
+        })),
     }
 }
 
