@@ -158,7 +158,12 @@ impl Builder {
                 MakeResult::Ok => {}
                 MakeResult::Failed(code) => {
                     drop(log);
-                    let mut error_lines = error_lines(&log_path);
+                    // Paths relative to the tree read like the kernel's own build output.
+                    let prefix = format!("{}/", src.display());
+                    let mut error_lines: Vec<String> = error_lines(&log_path)
+                        .into_iter()
+                        .map(|l| l.replace(&prefix, ""))
+                        .collect();
                     if error_lines.is_empty() {
                         error_lines.push(format!("make {} exited {code}", target.join(" ")));
                     }

@@ -210,6 +210,9 @@ impl QemuHost {
             .args(["-smp", &self.cfg.cpus.to_string()])
             .args(["-nodefaults", "-display", "none", "-no-reboot"])
             .args(["-serial", "stdio", "-monitor", "none"])
+            // A guest panic makes qemu exit 1 (CONFIG_PVPANIC_PCI in configs/kernel), so a
+            // panic is told apart from a clean poweroff even without its console line.
+            .args(["-device", "pvpanic-pci", "-action", "panic=exit-failure"])
             .arg("-kernel")
             .arg(image)
             .arg("-initrd")
