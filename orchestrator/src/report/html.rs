@@ -68,7 +68,7 @@ fn path_plot(r: &Report, range: Option<&[String]>) -> String {
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(52)
-            .build_cartesian_2d(-0.5f64..n + 0.5, -0.5f64..steps + 0.5)?;
+            .build_cartesian_2d(-0.5f64..n + 0.5, -0.5f64..steps + 2.5)?;
         chart
             .configure_mesh()
             .x_desc(if range.is_some() {
@@ -77,6 +77,9 @@ fn path_plot(r: &Report, range: Option<&[String]>) -> String {
                 "step (range not available)"
             })
             .y_desc("bisection step")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(TRANSPARENT)
             .draw()?;
         let points: Vec<(f64, f64, RGBColor, &CommitReport)> = tested
             .iter()
@@ -138,7 +141,7 @@ fn path_plot(r: &Report, range: Option<&[String]>) -> String {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()?;
@@ -224,6 +227,8 @@ fn samples_plot(r: &Report) -> String {
             })
             .x_desc("commit (step:id), in bisection order")
             .y_desc(format!("{series} ({unit}, log scale)"))
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .light_line_style(TRANSPARENT)
             .draw()?;
         if let Some(g) = median_of("good") {
             chart
@@ -320,6 +325,9 @@ fn vmstat_plot(
             .configure_mesh()
             .x_desc("time since run start (s)")
             .y_desc(y_desc)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(TRANSPARENT)
             .draw()?;
         for (name, colour) in cols {
             if let Some(v) = boot.vmstat.get(*name) {
@@ -499,9 +507,9 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
         }
         let _ = writeln!(
             o,
-            "<tr><th>bad/good</th><td></td><td></td><td>x{:.2} [{:.2}, {:.2}]</td><td>x{:.2} [{:.2}, {:.2}]</td></tr></table><p class=\"note\">{} of <code>{}</code>; [..]: {}.</p>",
+            "<tr><th>bad/good</th><td></td><td></td><td>x{:.2} [{:.2}, {:.2}]</td><td>x{:.2} [{:.2}, {:.2}]</td></tr></table><p class=\"note\">Pooled samples of <code>{}</code>; [..]: {}.</p>",
             g.median_ratio.value, g.median_ratio.low, g.median_ratio.high, g.p99_ratio.value, g.p99_ratio.low, g.p99_ratio.high,
-            "Pooled samples", esc(&g.series), esc(&g.interval_method)
+            esc(&g.series), esc(&g.interval_method)
         );
     }
     let _ = writeln!(

@@ -1,0 +1,625 @@
+//! Reports of a realistic finished hunt: a real git repository made here, a journal written
+//! through the journal API the way the hunt loop writes it (40 fsync samples per boot, good
+//! ~5 ms, bad ~55 ms, a commit whose build fails, a failed boot), every format rendered and
+//! checked for what a kernel developer reads: the culprit, the numbers, the bisect log. The
+//! HTML report is opened in headless Chromium (Debian's `chromium`): it must render every
+//! plot, with axes and legends, and log no console error.
+
+use firstbad::config::HuntConfig;
+use firstbad::history::History;
+use firstbad::hunt::HuntState;
+use firstbad::journal::{
+    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, Verdict,
+};
+use firstbad::report::{self, Commits, GitCommits, Report};
+use firstbad::search::{Bisection, Next};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SUBJECTS: [&str; 10] = [
+    "ext4: base",
+    "mm: tidy page-writeback comments",
+    "block: rename a local variable",
+    "ext4: add a tracepoint to fsync",
+    "mm/page-writeback: raise the default dirty_ratio to 40",
+    "jbd2: fix a typo",
+    "ext4: constify an ops table",
+    "mm: small cleanup in vmscan",
+    "Documentation: fix a link",
+    "Linux 6.1-demo",
+];
+/// Index of the culprit in `SUBJECTS`.
+const CULPRIT: usize = 4;
+/// Index of the commit whose build fails.
+const BROKEN_BUILD: usize = 2;
+
+fn git(dir: &Path, args: &[&str], date: Option<&str>) -> String {
+    let mut c = Command::new("git");
+    c.current_dir(dir).args(args);
+    c.env("GIT_AUTHOR_NAME", "Ann Author")
+        .env("GIT_AUTHOR_EMAIL", "ann@example.org")
+        .env("GIT_COMMITTER_NAME", "Ann Author")
+        .env("GIT_COMMITTER_EMAIL", "ann@example.org");
+    if let Some(d) = date {
+        c.env("GIT_AUTHOR_DATE", d).env("GIT_COMMITTER_DATE", d);
+    }
+    let out = c.output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A small linear history; returns the commit ids oldest first.
+fn make_repo(dir: &Path) -> Vec<String> {
+    git(dir, &["init", "-q", "-b", "master"], None);
+    let mut ids = Vec::new();
+    for (i, s) in SUBJECTS.iter().enumerate() {
+        let file = if i == CULPRIT {
+            "mm/page-writeback.c"
+        } else {
+            "notes.txt"
+        };
+        std::fs::create_dir_all(dir.join("mm")).unwrap();
+        let text = if i == CULPRIT {
+            "int vm_dirty_ratio = 40;\nint dirty_background_ratio = 10;\n".to_owned()
+        } else {
+            format!("change {i}\n")
+        };
+        std::fs::write(dir.join(file), text).unwrap();
+        git(dir, &["add", "-A"], None);
+        let date = format!("2026-11-{:02}T10:00:00+0100", i + 1);
+        git(dir, &["commit", "-q", "-m", s], Some(&date));
+        ids.push(git(dir, &["rev-parse", "HEAD"], None));
+    }
+    ids
+}
+
+/// Deterministic noise in [-1, 1).
+fn noise(seed: usize) -> f64 {
+    let x = (seed as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+    (x as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+}
+
+/// A realistic fsync-latency result: 40 samples around `base` ms, a few slow ones.
+fn result(base: f64, bad: bool, seed: usize) -> firstbad_wire::WorkloadResult {
+    let samples: Vec<f64> = (0..40)
+        .map(|i| {
+            let n = noise(seed * 100 + i);
+            let tail = if i % 13 == 7 { 2.5 } else { 1.0 };
+            base * (1.0 + 0.15 * n) * tail
+        })
+        .collect();
+    let mut sorted = samples.clone();
+    sorted.sort_by(f64::total_cmp);
+    let p50 = firstbad_wire::percentile(&sorted, 50.0).unwrap();
+    let p99 = firstbad_wire::percentile(&sorted, 99.0).unwrap();
+    let vmstat: Vec<serde_json::Value> = (0..12)
+        .map(|t| {
+            serde_json::json!({
+                "t_s": t as f64 + 1.0, "bi": 0.0, "bo": if bad { 38000.0 } else { 21000.0 } + 900.0 * noise(seed + t),
+                "us": 2.0, "sy": 20.0, "id": if bad { 18.0 } else { 50.0 }, "wa": if bad { 60.0 } else { 28.0 },
+                "nr_dirty": if bad { 41000 } else { 19000 }, "nr_writeback": 1200
+            })
+        })
+        .collect();
+    // Built from JSON: the agent's result type grows optional fields (snapshot, vmstat);
+    // those this build of the wire types knows are kept, others ignored.
+    serde_json::from_value(serde_json::json!({
+        "kind": "fsync-latency",
+        "series": {"fsync_latency": {"unit": "ms", "samples": samples}},
+        "metrics": {"fsync_latency_p50_ms": p50, "fsync_latency_p99_ms": p99},
+        "duration_s": 14.2,
+        "system": {
+            "kernel_release": "6.1.0-demo",
+            "cmdline": "console=ttyS0",
+            "sysctls": {"vm.dirty_ratio": if bad { "40" } else { "20" }, "vm.dirty_background_ratio": "10"},
+            "devices": [{"name": "vda", "scheduler": "[mq-deadline] none", "nr_requests": 256, "read_ahead_kb": 128}],
+            "mem_total_kb": 1_000_000, "mem_available_kb": 900_000, "cpus": 1, "cpu_model": "QEMU Virtual CPU"
+        },
+        "vmstat": vmstat
+    }))
+    .expect("a valid WorkloadResult")
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    cfg: HuntConfig,
+    ids: Vec<String>,
+}
+
+/// The repository, a hunt file and a finished hunt's journal.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("linux");
+    std::fs::create_dir(&repo).unwrap();
+    let ids = make_repo(&repo);
+    std::fs::write(dir.path().join("kernel.config"), "CONFIG_64BIT=y\n").unwrap();
+    std::fs::write(
+        dir.path().join("fsync.toml"),
+        "kind = \"fsync-latency\"\nwriters = 1\nwriter_bytes = 400000000\nwriter_block_bytes = 1048576\nappend_bytes = 4096\nfsyncs = 40\ninterval_ms = 0\n",
+    )
+    .unwrap();
+    let hunt = dir.path().join("hunt.toml");
+    std::fs::write(
+        &hunt,
+        format!(
+            "[hunt]\nname = \"dirty-ratio\"\nrepo = \"linux\"\ngood = \"{}\"\nbad = \"{}\"\n\n[build]\nconfig = \"kernel.config\"\n\n[[hosts]]\nkind = \"qemu\"\n\n[workload]\nfile = \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n\n[report]\nweb_link = \"https://git.example.org/linux/commit/?id={{commit}}\"\nbisected_by = \"Bea Bisector <bea@example.org>\"\nreported_by = \"Rita Reporter <rita@example.org>\"\n",
+            ids[0],
+            ids[ids.len() - 1]
+        ),
+    )
+    .unwrap();
+    let cfg = HuntConfig::load(&hunt).unwrap();
+    std::fs::create_dir_all(&cfg.state_dir).unwrap();
+    let j = Journal::open(&firstbad::hunt::journal_path(&cfg.state_dir)).unwrap();
+    let (good, bad) = (ids[0].clone(), ids[ids.len() - 1].clone());
+    j.set_identity(&HuntIdentity {
+        good: good.clone(),
+        bad: bad.clone(),
+        fingerprint: "f".into(),
+    })
+    .unwrap();
+    let history = History::open(&cfg.repo).unwrap();
+    let dag = history
+        .load_range(&bad, std::slice::from_ref(&good))
+        .unwrap();
+    j.append(&Event::HuntStarted {
+        candidates: dag.len(),
+    })
+    .unwrap();
+    let built = |j: &Journal, c: &str| {
+        j.append(&Event::BuildStarted { commit: c.into() }).unwrap();
+        j.append(&Event::BuildFinished {
+            commit: c.into(),
+            outcome: BuildOutcome::Built {
+                kernel_release: format!("6.1.0-{}", &c[..12]),
+                image: PathBuf::from("/cache/bzImage"),
+                log: PathBuf::from("/cache/build.log"),
+                seconds: 9.0,
+            },
+        })
+        .unwrap();
+    };
+    let mut seed = 0;
+    let mut boot = |j: &Journal, c: &str, n: u32, bad: bool| {
+        seed += 1;
+        j.append(&Event::BootStarted {
+            commit: c.into(),
+            boot: n,
+            host: "qemu0".into(),
+        })
+        .unwrap();
+        let r = result(if bad { 55.0 } else { 5.0 }, bad, seed);
+        j.append(&Event::BootFinished {
+            commit: c.into(),
+            boot: n,
+            host: "qemu0".into(),
+            outcome: BootOutcome::Measured {
+                kernel_release: format!("6.1.0-{}", &c[..12]),
+                boot_id: format!("boot-{seed}"),
+                value: r.metrics["fsync_latency_p50_ms"],
+                result: r,
+                console: PathBuf::from("/state/console.log"),
+                boot_seconds: 3.1,
+            },
+        })
+        .unwrap();
+    };
+    built(&j, &good);
+    built(&j, &bad);
+    for n in 1..=3 {
+        boot(&j, &good, n, false);
+        boot(&j, &bad, n, true);
+    }
+    j.append(&Event::BaselinesConfirmed {
+        summary: "good median 5.0 ms, bad median 55.0 ms (x11.0), fully separated".into(),
+    })
+    .unwrap();
+    let index = |c: &str| ids.iter().position(|i| i == c).unwrap();
+    let mut b = Bisection::new(&dag, &bad, std::slice::from_ref(&good)).unwrap();
+    let mut failed_boot_done = false;
+    let end = loop {
+        match b.next() {
+            Next::Found(c) => break HuntEnd::Found { commit: c },
+            Next::OnlySkippedLeft(c) => break HuntEnd::OnlySkippedLeft { commits: c },
+            Next::Test(c) => {
+                let i = index(&c);
+                let (verdict, reason) = if i == BROKEN_BUILD {
+                    j.append(&Event::BuildStarted { commit: c.clone() })
+                        .unwrap();
+                    j.append(&Event::BuildFinished {
+                        commit: c.clone(),
+                        outcome: BuildOutcome::Failed {
+                            log: PathBuf::from("/cache/build.log"),
+                            error_lines: vec![
+                                "fs/ext4/super.c:1234:5: error: 'ext4_sops' undeclared".into(),
+                            ],
+                        },
+                    })
+                    .unwrap();
+                    (
+                        Verdict::Skip,
+                        "build failed: fs/ext4/super.c:1234:5: error: 'ext4_sops' undeclared"
+                            .to_owned(),
+                    )
+                } else {
+                    built(&j, &c);
+                    let is_bad = i >= CULPRIT;
+                    let mut n = 1;
+                    if !failed_boot_done {
+                        failed_boot_done = true;
+                        j.append(&Event::BootStarted {
+                            commit: c.clone(),
+                            boot: 1,
+                            host: "qemu0".into(),
+                        })
+                        .unwrap();
+                        j.append(&Event::BootFinished {
+                            commit: c.clone(),
+                            boot: 1,
+                            host: "qemu0".into(),
+                            outcome: BootOutcome::Failed {
+                                reason: "boot timeout after 180 s".into(),
+                                console: PathBuf::from("/state/console-1.log"),
+                            },
+                        })
+                        .unwrap();
+                        n = 2;
+                    }
+                    boot(&j, &c, n, is_bad);
+                    boot(&j, &c, n + 1, is_bad);
+                    let v = if is_bad { Verdict::Bad } else { Verdict::Good };
+                    (v, format!("2 of 2 boots look {}", v.as_str()))
+                };
+                j.append(&Event::Verdict {
+                    commit: c.clone(),
+                    verdict,
+                    reason,
+                })
+                .unwrap();
+                b.mark(&c, verdict).unwrap();
+            }
+        }
+    };
+    assert_eq!(
+        end,
+        HuntEnd::Found {
+            commit: ids[CULPRIT].clone()
+        },
+        "the fixture's bisection"
+    );
+    j.append(&Event::Finished { end }).unwrap();
+    Fixture {
+        _dir: dir,
+        cfg,
+        ids,
+    }
+}
+
+fn build_report(f: &Fixture) -> (Report, GitCommits, HuntIdentity, HuntState) {
+    let j = Journal::open_read_only(&firstbad::hunt::journal_path(&f.cfg.state_dir)).unwrap();
+    let id = j.identity().unwrap().unwrap();
+    let state = HuntState::replay(&j.events().unwrap());
+    let commits = GitCommits::open(&f.cfg.repo);
+    let ctx = report::Context {
+        name: &f.cfg.name,
+        hunt_file: &f.cfg.source,
+        workload_file: &f.cfg.workload.file,
+        metric: &f.cfg.workload.metric,
+        direction: f.cfg.workload.direction,
+        settings: &f.cfg.report,
+    };
+    let r = Report::build(&ctx, &id, &state, &commits);
+    (r, commits, id, state)
+}
+
+/// Whether this build of the wire types carries the agent's system snapshot and vmstat.
+fn wire_has_snapshot() -> bool {
+    let v = serde_json::to_value(result(5.0, false, 1)).unwrap();
+    v.get("system").is_some_and(|s| !s.is_null())
+}
+
+#[test]
+fn email_names_the_culprit_with_numbers_log_and_trailers() {
+    let f = fixture();
+    let (r, _, _, _) = build_report(&f);
+    let e = report::email::email(&r);
+    let oneline = format!("{} {}", &f.ids[CULPRIT][..12], SUBJECTS[CULPRIT]);
+    assert!(e.contains(&oneline), "{e}");
+    assert!(e.contains("Author: Ann Author <ann@example.org>"), "{e}");
+    assert!(e.contains("mm/page-writeback.c | +2 -0"), "{e}");
+    assert!(
+        e.contains("https://git.example.org/linux/commit/?id="),
+        "{e}"
+    );
+    assert!(
+        e.contains("Reported-by: Rita Reporter <rita@example.org>"),
+        "{e}"
+    );
+    assert!(
+        e.contains("Bisected-by: Bea Bisector <bea@example.org>"),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("git bisect start '{}' '{}'", f.ids[9], f.ids[0])),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("# first bad commit: [{}]", f.ids[CULPRIT])),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("git bisect skip {}", f.ids[BROKEN_BUILD])),
+        "{e}"
+    );
+    assert!(e.contains("bootstrap"), "the interval method is named: {e}");
+    assert!(e.contains("firstbad run "), "{e}");
+    // The numbers: a ~11x slower median, good ~5 ms and bad ~55 ms.
+    let g = r.regression.as_ref().unwrap();
+    assert!((4.0..6.0).contains(&g.good.median.value), "{:?}", g.good);
+    assert!((45.0..65.0).contains(&g.bad.median.value), "{:?}", g.bad);
+    assert!(
+        g.good.p99.value > g.good.median.value * 1.5,
+        "the slow tail shows in p99"
+    );
+    assert!(
+        g.median_ratio.low > 8.0 && g.median_ratio.high < 14.0,
+        "{:?}",
+        g.median_ratio
+    );
+    assert_eq!((g.good.boots, g.good.samples), (3, 120));
+    assert!(
+        e.contains(&format!("{:.2} ms [", g.bad.median.value)),
+        "{e}"
+    );
+    assert_eq!(r.confidence.level, "high", "{:?}", r.confidence);
+}
+
+#[test]
+fn json_follows_the_documented_schema() {
+    let f = fixture();
+    let (r, _, _, _) = build_report(&f);
+    let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+    assert_eq!(v["schema"], "firstbad-report/1");
+    assert_eq!(v["status"], "found");
+    assert_eq!(v["first_bad"]["id"], f.ids[CULPRIT].as_str());
+    assert_eq!(v["first_bad"]["subject"], SUBJECTS[CULPRIT]);
+    assert_eq!(
+        v["first_bad"]["diffstat"]["files"][0]["path"],
+        "mm/page-writeback.c"
+    );
+    let commits = v["commits"].as_array().unwrap();
+    let broken = commits
+        .iter()
+        .find(|c| c["id"] == f.ids[BROKEN_BUILD].as_str())
+        .unwrap();
+    assert_eq!(broken["verdict"], "skip");
+    assert_eq!(broken["build"], "failed");
+    let failed_boots = commits
+        .iter()
+        .flat_map(|c| c["boots"].as_array().unwrap())
+        .filter(|b| b["status"] == "failed")
+        .count();
+    assert_eq!(failed_boots, 1);
+    assert_eq!(
+        commits[0]["boots"][0]["samples"].as_array().unwrap().len(),
+        40
+    );
+    // Every top-level field is documented.
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-schema.md"),
+    )
+    .unwrap();
+    for key in v.as_object().unwrap().keys() {
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "docs/report-schema.md does not document `{key}`"
+        );
+    }
+    if wire_has_snapshot() {
+        let d = v["snapshot_diff"].as_array().unwrap();
+        assert!(
+            d.iter().any(|d| d["setting"] == "sysctls.vm.dirty_ratio"
+                && d["good"][0] == "20"
+                && d["bad"][0] == "40"),
+            "{d:?}"
+        );
+    }
+}
+
+#[test]
+fn markdown_and_bisect_log_still_name_the_culprit() {
+    let f = fixture();
+    let (_, commits, id, state) = build_report(&f);
+    let md = report::markdown(&f.cfg.name, &f.cfg.workload.metric, &id, &state, &commits);
+    assert!(md.contains(SUBJECTS[CULPRIT]), "{md}");
+    let log = report::bisect_log(&id, &state, &commits);
+    assert!(
+        log.ends_with(&format!(
+            "# first bad commit: [{}] {}\n",
+            f.ids[CULPRIT], SUBJECTS[CULPRIT]
+        )),
+        "{log}"
+    );
+}
+
+#[test]
+fn status_of_a_finished_hunt_and_of_one_in_flight() {
+    let f = fixture();
+    let j = Journal::open_read_only(&firstbad::hunt::journal_path(&f.cfg.state_dir)).unwrap();
+    let id = j.identity().unwrap().unwrap();
+    let mut entries = j.events().unwrap();
+    let now = entries.last().unwrap().at_ms + 5_000;
+    let s = report::status::render(&f.cfg, &id, &entries, now);
+    assert!(
+        s.contains(&format!(
+            "ended: first bad commit {}",
+            &f.ids[CULPRIT][..12]
+        )),
+        "{s}"
+    );
+    // Cut the journal in the middle of a candidate's boot: that is what a running hunt shows.
+    let cut = entries
+        .iter()
+        .rposition(|e| matches!(&e.event, Event::BootStarted { commit, .. } if commit != &id.good && commit != &id.bad))
+        .unwrap();
+    entries.truncate(cut + 1);
+    let s = report::status::render(&f.cfg, &id, &entries, now);
+    assert!(s.contains("now: boot "), "{s}");
+    assert!(s.contains("host qemu0: running boot"), "{s}");
+    assert!(
+        s.contains("baselines: good 3/3 boots, bad 3/3 boots"),
+        "{s}"
+    );
+    assert!(s.contains("expected 2..5 boots"), "{s}");
+    assert!(s.contains("remaining range: "), "{s}");
+    assert!(s.contains("estimated time left: ~"), "{s}");
+}
+
+/// Runs headless Chromium on `html`; returns (DOM, stderr). Panics with the fix when
+/// Chromium is missing, unless FIRSTBAD_NO_BROWSER is set (then `None`).
+fn chromium(args: &[&str], html: &Path) -> Option<(String, String)> {
+    let exe = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(exe) = exe else {
+        if std::env::var_os("FIRSTBAD_NO_BROWSER").is_some() {
+            return None;
+        }
+        panic!(
+            "chromium is not installed: run scripts/install-deps (or set FIRSTBAD_NO_BROWSER=1)"
+        );
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium runs");
+    Some((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// Console messages (errors included) in Chromium's `--enable-logging=stderr` output.
+fn console_messages(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect()
+}
+
+#[test]
+fn html_report_renders_in_chromium_with_every_plot() {
+    let f = fixture();
+    let (r, commits, id, _) = build_report(&f);
+    let range = commits.range(&id.good, &id.bad);
+    assert_eq!(range.as_ref().map(Vec::len), Some(9));
+    let html = report::html::html(&r, range.as_deref());
+    assert!(!html.contains("<script"), "readable without JavaScript");
+    for fetch in [
+        "<script", "<link", "<img", "<iframe", "@import", "url(", "src=",
+    ] {
+        assert!(!html.contains(fetch), "no network fetches: {fetch}");
+    }
+    assert!(!html.contains("plot failed"), "every plot draws");
+    // Kept where a person can look at it after the test.
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-test");
+    std::fs::create_dir_all(&out).unwrap();
+    let file = out.join("report.html");
+    std::fs::write(&file, &html).unwrap();
+
+    let Some((dom, stderr)) = chromium(&["--dump-dom"], &file) else {
+        return;
+    };
+    assert_eq!(
+        console_messages(&stderr),
+        Vec::<&str>::new(),
+        "console messages from the report"
+    );
+    assert!(dom.contains(SUBJECTS[CULPRIT]), "the culprit renders");
+    for plot in ["plot-path", "plot-samples"] {
+        let at = dom
+            .find(&format!("id=\"{plot}\""))
+            .unwrap_or_else(|| panic!("{plot} missing"));
+        assert!(
+            dom[at..]
+                .trim_start_matches(|c| c != '>')
+                .starts_with("><svg"),
+            "{plot} has an SVG"
+        );
+    }
+    // Axes with units, and legends.
+    assert!(
+        dom.contains("fsync_latency (ms, log scale)"),
+        "samples y axis with unit"
+    );
+    assert!(dom.contains("good baseline median"), "samples legend");
+    assert!(
+        dom.contains("bisection step") && dom.contains("first bad commit"),
+        "path axis and legend"
+    );
+    let svgs = dom.matches("<svg").count();
+    if wire_has_snapshot() {
+        assert_eq!(svgs, 6, "path, samples and four vmstat plots");
+        assert!(
+            dom.contains("block I/O (KiB/s)") && dom.contains("CPU time (%)"),
+            "vmstat axes with units"
+        );
+        assert!(
+            dom.contains("sysctls.vm.dirty_ratio"),
+            "the setting that differs"
+        );
+    } else {
+        assert_eq!(svgs, 2, "path and samples");
+    }
+    // The console check can fail: a page that logs an error is caught.
+    let probe = out.join("probe.html");
+    std::fs::write(
+        &probe,
+        "<html><body><script>console.error('probe error')</script></body></html>",
+    )
+    .unwrap();
+    let (_, probe_err) = chromium(&["--dump-dom"], &probe).expect("chromium ran above");
+    assert!(
+        console_messages(&probe_err)
+            .iter()
+            .any(|l| l.contains("probe error")),
+        "chromium's console output is not where this test looks: {probe_err}"
+    );
+    let shot = out.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    chromium(
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,2600",
+            "--hide-scrollbars",
+        ],
+        &file,
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a non-trivial screenshot"
+    );
+    eprintln!("report and screenshot in {}", out.display());
+}
