@@ -1,0 +1,431 @@
+//! Sequential, error-rate-controlled classification: baselines first, then one commit at a time.
+//!
+//! Pure code: fed per-boot values of the hunt's metric, returns decisions and likelihoods. The
+//! sampling unit is one boot; iterations inside a boot are summarised by the agent.
+//!
+//! Everything works on the oriented log scale of [`oriented`]: latencies and throughputs are
+//! ratio-scale, their boot-to-boot noise is multiplicative, and "worse" is always larger.
+//!
+//! 1. **Baselines** ([`assess_baselines`]): good and bad endpoints are booted interleaved, in a
+//!    random balanced order ([`baseline_order`]), and looked at after 5, 10 and 20 boots of each.
+//!    The regression is confirmed when the exact Mann-Whitney test separates them at `alpha` and
+//!    the estimated effect is at least the minimum-effect floor; it is refuted when even the
+//!    upper confidence bound of the effect is below the floor, or at the cap. The confirmed
+//!    [`Model`] holds the two centres and the boot-to-boot noise, robustly estimated.
+//! 2. **One commit** ([`Model::boot_llr`], [`decide`]): Wald's sequential probability ratio
+//!    test between "like good" and "like bad" with error rates `alpha` and `beta`. Each boot adds
+//!    its log-likelihood ratio under a Student-t (ν = 4) noise model, whose bounded influence keeps
+//!    one outlier boot from deciding anything. Boots are added only while undecided; at the cap the
+//!    commit is UNDECIDED. The summed log-likelihood ratio is also what the culprit posterior
+//!    ([`crate::posterior`]) consumes instead of a hard verdict.
+//! 3. **Without a bad baseline**: [`Model::relative`] ("bad when 20% slower than good") needs
+//!    only good boots; [`AbsoluteTest`] ("bad when p99 > 500 ms") counts boots past a threshold.
+
+use crate::config::Direction;
+use crate::stats::{mad, mann_whitney_u, median, normal_quantile, t_logpdf};
+use rand::Rng;
+
+/// Degrees of freedom of the Student-t noise model. 4 keeps a finite variance while making a
+/// boot 5σ out weigh almost nothing: the log-likelihood ratio of one boot is bounded.
+pub const T_NU: f64 = 4.0;
+
+/// Smallest noise scale on the log scale (0.2%): protects against identical baseline values,
+/// which would make every later boot infinitely decisive.
+pub const MIN_SIGMA: f64 = 0.002;
+
+/// Baseline boots per endpoint at which the test looks; 5 is the fewest for which the exact
+/// Mann-Whitney test can reach p < 0.01 (5 vs 5 fully separated: p = 0.0079).
+pub const BASELINE_LOOKS: [usize; 3] = [5, 10, 20];
+
+/// A value on the oriented log scale: larger is always worse.
+pub fn oriented(v: f64, direction: Direction) -> f64 {
+    // Values are positive latencies or rates; guard against a zero that would be -inf.
+    let l = v.max(1e-9).ln();
+    match direction {
+        Direction::LowerIsBetter => l,
+        Direction::HigherIsBetter => -l,
+    }
+}
+
+/// Error rates and caps of the sequential tests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SequentialConfig {
+    /// Probability of calling a good commit bad (default 0.01).
+    pub alpha: f64,
+    /// Probability of calling a bad commit good (default 0.01).
+    pub beta: f64,
+    /// Boots of one commit after which it is UNDECIDED.
+    pub max_boots: usize,
+    /// Smallest relative difference that counts (0.05 = 5%); smaller effects are no regression.
+    pub min_effect: f64,
+}
+
+impl Default for SequentialConfig {
+    fn default() -> Self {
+        SequentialConfig {
+            alpha: 0.01,
+            beta: 0.01,
+            // At Δ/σ = 1 the SPRT needs ~10 boots on average; 30 leaves room for the tail.
+            max_boots: 30,
+            min_effect: 0.05,
+        }
+    }
+}
+
+impl SequentialConfig {
+    /// Wald's upper threshold ln((1 − β)/α): cross it and the commit is bad.
+    pub fn upper(&self) -> f64 {
+        ((1.0 - self.beta) / self.alpha).ln()
+    }
+
+    /// Wald's lower threshold ln(β/(1 − α)): cross it and the commit is good.
+    pub fn lower(&self) -> f64 {
+        (self.beta / (1.0 - self.alpha)).ln()
+    }
+}
+
+/// Which endpoint to boot next during baselines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The good commit.
+    Good,
+    /// The bad commit.
+    Bad,
+}
+
+/// `pairs` good/bad pairs, each pair in random order: interleaved and balanced, so that a slow
+/// drift on the host hits both endpoints alike.
+pub fn baseline_order<R: Rng>(pairs: usize, rng: &mut R) -> Vec<Endpoint> {
+    let mut v = Vec::with_capacity(2 * pairs);
+    for _ in 0..pairs {
+        if rng.gen::<bool>() {
+            v.extend([Endpoint::Good, Endpoint::Bad]);
+        } else {
+            v.extend([Endpoint::Bad, Endpoint::Good]);
+        }
+    }
+    v
+}
+
+/// What "good" and "bad" look like, on the oriented log scale.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Model {
+    /// Centre of the good endpoint's boots.
+    pub good: f64,
+    /// Centre of the bad endpoint's boots (or good + ln(1 + relative) in relative mode).
+    pub bad: f64,
+    /// Boot-to-boot noise scale.
+    pub sigma: f64,
+    /// Which way is worse.
+    pub direction: Direction,
+}
+
+/// Robust centre and spread of one group: drop boots further than 3.5 robust σ from the median
+/// (outlier boots), then take the mean and standard deviation of the rest. The mean is far more
+/// efficient than the median on clean data, and the rejection keeps it robust.
+fn robust_center(values: &[f64]) -> (f64, f64, usize) {
+    let m = median(values);
+    let s = mad(values).max(MIN_SIGMA);
+    // 3.5 robust σ: a normal boot lands beyond it about once in 2000.
+    let kept: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| (v - m).abs() <= 3.5 * s)
+        .collect();
+    let n = kept.len();
+    let mean = kept.iter().sum::<f64>() / n as f64;
+    let ss: f64 = kept.iter().map(|v| (v - mean).powi(2)).sum();
+    (mean, ss, n)
+}
+
+impl Model {
+    /// Estimates the model from both endpoints' raw per-boot values.
+    pub fn from_baselines(good: &[f64], bad: &[f64], direction: Direction) -> Model {
+        let g: Vec<f64> = good.iter().map(|&v| oriented(v, direction)).collect();
+        let b: Vec<f64> = bad.iter().map(|&v| oriented(v, direction)).collect();
+        let (gc, gss, gn) = robust_center(&g);
+        let (bc, bss, bn) = robust_center(&b);
+        let dof = (gn + bn).saturating_sub(2).max(1) as f64;
+        Model {
+            good: gc,
+            bad: bc,
+            sigma: ((gss + bss) / dof).sqrt().max(MIN_SIGMA),
+            direction,
+        }
+    }
+
+    /// Relative mode: bad is `relative` worse than good (0.2 = 20% slower), from good boots only.
+    pub fn relative(good: &[f64], relative: f64, direction: Direction) -> Model {
+        let g: Vec<f64> = good.iter().map(|&v| oriented(v, direction)).collect();
+        let (gc, gss, gn) = robust_center(&g);
+        Model {
+            good: gc,
+            bad: gc + (1.0 + relative).ln(),
+            sigma: (gss / gn.saturating_sub(1).max(1) as f64)
+                .sqrt()
+                .max(MIN_SIGMA),
+            direction,
+        }
+    }
+
+    /// Effect over noise, Δ/σ, on the log scale.
+    pub fn effect_over_noise(&self) -> f64 {
+        (self.bad - self.good) / self.sigma
+    }
+
+    /// Log-likelihood of one raw boot value if the commit sat at `level` between good (0) and
+    /// bad (1), relative to the good hypothesis.
+    pub fn boot_loglik_at(&self, value: f64, level: f64) -> f64 {
+        let y = oriented(value, self.direction);
+        let at = self.good + level * (self.bad - self.good);
+        t_logpdf((y - at) / self.sigma, T_NU) - t_logpdf((y - self.good) / self.sigma, T_NU)
+    }
+
+    /// Log-likelihood ratio ln p(value | bad) / p(value | good) of one boot.
+    pub fn boot_llr(&self, value: f64) -> f64 {
+        self.boot_loglik_at(value, 1.0)
+    }
+}
+
+/// Outcome of the baseline stage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BaselineOutcome {
+    /// Boot each endpoint once more (interleaved) and ask again.
+    NeedMore,
+    /// The regression is there: bisect with this model.
+    Confirmed(Model, String),
+    /// Good and bad are indistinguishable (or differ by less than the floor): stop.
+    Refuted(String),
+}
+
+/// Confirms or refutes the regression from interleaved endpoint boots so far.
+pub fn assess_baselines(
+    good: &[f64],
+    bad: &[f64],
+    direction: Direction,
+    cfg: &SequentialConfig,
+) -> BaselineOutcome {
+    let n = good.len().min(bad.len());
+    if !BASELINE_LOOKS.contains(&n) {
+        return BaselineOutcome::NeedMore;
+    }
+    let model = Model::from_baselines(&good[..n], &bad[..n], direction);
+    let g: Vec<f64> = good[..n].iter().map(|&v| oriented(v, direction)).collect();
+    let b: Vec<f64> = bad[..n].iter().map(|&v| oriented(v, direction)).collect();
+    let p = mann_whitney_u(&b, &g).p_value;
+    let effect = model.bad - model.good;
+    let floor = (1.0 + cfg.min_effect).ln();
+    let se = model.sigma * (2.0 / n as f64).sqrt();
+    let figures = format!(
+        "{n} boots each: good median {:.3}, bad median {:.3}, {:+.1}% (noise {:.1}% per boot, \
+         Δ/σ {:.2}), Mann-Whitney p = {p:.4}",
+        median(&good[..n]),
+        median(&bad[..n]),
+        (effect.exp() - 1.0) * 100.0,
+        model.sigma * 100.0,
+        model.effect_over_noise()
+    );
+    if p < cfg.alpha && effect >= floor {
+        return BaselineOutcome::Confirmed(model, format!("regression confirmed: {figures}"));
+    }
+    let upper = effect + normal_quantile(1.0 - cfg.beta) * se;
+    if upper < floor {
+        return BaselineOutcome::Refuted(format!(
+            "good and bad are indistinguishable: the effect is below the {:.1}% floor \
+             with {:.0}% confidence: {figures}",
+            cfg.min_effect * 100.0,
+            (1.0 - cfg.beta) * 100.0
+        ));
+    }
+    if n >= *BASELINE_LOOKS.last().expect("non-empty constant") {
+        return BaselineOutcome::Refuted(format!(
+            "good and bad are not distinguishable at alpha {}: {figures}",
+            cfg.alpha
+        ));
+    }
+    BaselineOutcome::NeedMore
+}
+
+/// A per-commit call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// Like the good endpoint, with error rate at most beta.
+    Good,
+    /// Like the bad endpoint, with error rate at most alpha.
+    Bad,
+    /// Boot it again.
+    NeedMore,
+    /// The cap is reached without a decision: skip it.
+    Undecided,
+}
+
+/// Wald's SPRT decision from a commit's summed log-likelihood ratio after `boots` boots.
+pub fn decide(llr: f64, boots: usize, cfg: &SequentialConfig) -> Call {
+    if llr >= cfg.upper() {
+        Call::Bad
+    } else if llr <= cfg.lower() {
+        Call::Good
+    } else if boots >= cfg.max_boots {
+        Call::Undecided
+    } else {
+        Call::NeedMore
+    }
+}
+
+/// Classifies a commit from its raw per-boot values: the call and the summed log-likelihood
+/// ratio ln p(values | bad) / p(values | good).
+pub fn classify(model: &Model, values: &[f64], cfg: &SequentialConfig) -> (Call, f64) {
+    let llr: f64 = values.iter().map(|&v| model.boot_llr(v)).sum();
+    (decide(llr, values.len(), cfg), llr)
+}
+
+/// Absolute mode: "bad when the metric is worse than `threshold`" (e.g. fsync p99 > 500 ms).
+///
+/// Each boot is past the threshold or not. A good commit is taken to cross it in at most
+/// [`AbsoluteTest::P_GOOD`] of its boots and a bad one in at least [`AbsoluteTest::P_BAD`]; the
+/// SPRT between those two binomials needs a net 3 agreeing boots at alpha = beta = 0.01.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AbsoluteTest {
+    /// The threshold, in the metric's unit.
+    pub threshold: f64,
+    /// Which way is worse.
+    pub direction: Direction,
+}
+
+impl AbsoluteTest {
+    /// Share of a good commit's boots assumed past the threshold (noise, a stray slow boot).
+    pub const P_GOOD: f64 = 0.1;
+    /// Share of a bad commit's boots assumed past the threshold.
+    pub const P_BAD: f64 = 0.9;
+
+    /// Log-likelihood ratio of one boot.
+    pub fn boot_llr(&self, value: f64) -> f64 {
+        let worse = oriented(value, self.direction) > oriented(self.threshold, self.direction);
+        if worse {
+            (Self::P_BAD / Self::P_GOOD).ln()
+        } else {
+            ((1.0 - Self::P_BAD) / (1.0 - Self::P_GOOD)).ln()
+        }
+    }
+
+    /// Classifies a commit from its raw per-boot values.
+    pub fn classify(&self, values: &[f64], cfg: &SequentialConfig) -> (Call, f64) {
+        let llr: f64 = values.iter().map(|&v| self.boot_llr(v)).sum();
+        (decide(llr, values.len(), cfg), llr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    const L: Direction = Direction::LowerIsBetter;
+
+    #[test]
+    fn wald_thresholds_follow_alpha_and_beta() {
+        let c = SequentialConfig::default();
+        // ln(0.99 / 0.01) = 4.59512; ln(0.01 / 0.99) = -4.59512.
+        assert!((c.upper() - 4.59512).abs() < 1e-4);
+        assert!((c.lower() + 4.59512).abs() < 1e-4);
+    }
+
+    #[test]
+    fn separated_baselines_confirm_at_the_first_look_and_identical_ones_refute() {
+        let c = SequentialConfig::default();
+        let good = [35.0, 36.0, 34.0, 35.5, 34.5];
+        let bad = [45.0, 46.0, 44.0, 47.0, 45.5];
+        assert_eq!(
+            assess_baselines(&good[..4], &bad[..4], L, &c),
+            BaselineOutcome::NeedMore
+        );
+        let BaselineOutcome::Confirmed(m, why) = assess_baselines(&good, &bad, L, &c) else {
+            panic!("5 vs 5 fully separated by ~29% must confirm")
+        };
+        assert!(why.contains("p = 0.0079"), "{why}");
+        assert!(((m.bad - m.good).exp() - 1.29).abs() < 0.02, "{m:?}");
+        let same = [35.0, 35.2, 34.9, 35.1, 35.0];
+        let r = assess_baselines(&good, &same, L, &c);
+        assert!(
+            matches!(r, BaselineOutcome::Refuted(ref m) if m.contains("floor")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn an_effect_below_the_floor_is_not_a_regression() {
+        // 2% apart, perfectly separated, but the floor is 5%.
+        let c = SequentialConfig::default();
+        let good = [100.0, 100.1, 100.2, 99.9, 100.05];
+        let bad = [102.0, 102.1, 102.2, 101.9, 102.05];
+        let r = assess_baselines(&good, &bad, L, &c);
+        assert!(matches!(r, BaselineOutcome::Refuted(_)), "{r:?}");
+    }
+
+    #[test]
+    fn one_outlier_boot_does_not_decide_a_good_commit() {
+        let m = Model {
+            good: 35f64.ln(),
+            bad: 45f64.ln(),
+            sigma: 0.05,
+            direction: L,
+        };
+        let c = SequentialConfig::default();
+        // One boot 10x slower: a normal model would call it bad at once.
+        let (call, llr) = classify(&m, &[350.0], &c);
+        assert_eq!(call, Call::NeedMore, "llr {llr}");
+        let (call, _) = classify(&m, &[350.0, 35.0, 34.0, 36.0, 35.0], &c);
+        assert_eq!(call, Call::Good);
+        let (call, _) = classify(&m, &[45.0, 46.0, 44.0], &c);
+        assert_eq!(call, Call::Bad);
+    }
+
+    #[test]
+    fn the_cap_gives_undecided() {
+        let m = Model {
+            good: 35f64.ln(),
+            bad: 45f64.ln(),
+            sigma: 0.05,
+            direction: L,
+        };
+        let c = SequentialConfig {
+            max_boots: 3,
+            ..SequentialConfig::default()
+        };
+        // Exactly halfway on the log scale: no evidence either way.
+        let mid = (35.0f64 * 45.0).sqrt();
+        assert_eq!(classify(&m, &[mid, mid, mid], &c).0, Call::Undecided);
+    }
+
+    #[test]
+    fn relative_and_absolute_modes() {
+        let c = SequentialConfig::default();
+        let m = Model::relative(&[100.0, 101.0, 99.0, 100.5, 99.5], 0.2, L);
+        assert_eq!(classify(&m, &[121.0, 119.0, 120.0], &c).0, Call::Bad);
+        assert_eq!(classify(&m, &[100.0, 101.0, 99.0], &c).0, Call::Good);
+        // Throughput: 20% slower means lower.
+        let t = Model::relative(&[100.0, 101.0, 99.0], 0.2, Direction::HigherIsBetter);
+        assert_eq!(classify(&t, &[83.0, 84.0, 83.5], &c).0, Call::Bad);
+        let a = AbsoluteTest {
+            threshold: 500.0,
+            direction: L,
+        };
+        assert_eq!(a.classify(&[600.0, 700.0], &c).0, Call::NeedMore);
+        assert_eq!(a.classify(&[600.0, 700.0, 800.0], &c).0, Call::Bad);
+        assert_eq!(
+            a.classify(&[600.0, 100.0, 90.0, 80.0, 70.0], &c).0,
+            Call::Good
+        );
+    }
+
+    #[test]
+    fn baseline_order_is_balanced_and_seeded() {
+        let mut r1 = rand::rngs::StdRng::seed_from_u64(7);
+        let mut r2 = rand::rngs::StdRng::seed_from_u64(7);
+        let o = baseline_order(10, &mut r1);
+        assert_eq!(o, baseline_order(10, &mut r2));
+        for pair in o.chunks(2) {
+            assert_ne!(pair[0], pair[1]);
+        }
+    }
+}
