@@ -400,7 +400,7 @@ fn vmstat_section(r: &Report, out: &mut String) {
 
 const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.6em}\
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}td code{overflow-wrap:anywhere}\
 code,pre{font-family:monospace}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}\
 .culprit{border:2px solid #d62728;padding:.5em 1em;background:#fff6f6}.good{color:#1b9e4b}.bad{color:#d62728}.skip{color:#888}\
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:8px}.plot{margin:0;overflow-x:auto}.note{color:#666}.err{color:#d62728}";
@@ -537,7 +537,20 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             })
             .collect();
         let why = if c.build == Some("failed") {
-            format!("build failed: {}", esc(&c.build_errors.join(" / ")))
+            // The first compiler line says why; the rest is in the JSON report and the log.
+            let more = c.build_errors.len().saturating_sub(1);
+            format!(
+                "build failed: <code>{}</code>{}",
+                esc(c
+                    .build_errors
+                    .first()
+                    .map_or("see the build log", String::as_str)),
+                if more > 0 {
+                    format!(" (+{more} lines)")
+                } else {
+                    String::new()
+                }
+            )
         } else {
             esc(c
                 .reason

@@ -580,17 +580,25 @@ fn confidence(
         let pairs = gv.iter().flat_map(|g| bv.iter().map(move |b| (*g, *b)));
         pairs.filter(|(g, b)| worse(*b, *g)).count() as f64 / (gv.len() * bv.len()) as f64
     });
-    let mid = |c: &str| {
-        // A boot looks bad when it is nearer the bad median than the good one (log scale).
-        let (gm, bm) = (
+    // A boot agrees with a verdict when the classifier's score puts it clearly on that side:
+    // 0 at the good median, 1 at the bad median, on a log scale (see crate::classify).
+    let score = |v: f64| {
+        let (g, b) = (
             crate::classify::median(&gv).max(1e-9).ln(),
             crate::classify::median(&bv).max(1e-9).ln(),
         );
-        state
-            .values(c)
-            .iter()
-            .map(|v| (v.max(1e-9).ln() - gm).abs() > (v.max(1e-9).ln() - bm).abs())
-            .collect::<Vec<bool>>()
+        (v.max(1e-9).ln() - g) / (b - g)
+    };
+    let agrees = |c: &str, bad: bool| {
+        let v = state.values(c);
+        !v.is_empty()
+            && v.iter().all(|&x| {
+                if bad {
+                    score(x) >= crate::classify::BAD_ABOVE
+                } else {
+                    score(x) <= crate::classify::GOOD_BELOW
+                }
+            })
     };
     let mut decided = 0;
     let mut unanimous = 0;
@@ -600,8 +608,7 @@ fn confidence(
             Verdict::Skip => skipped += 1,
             Verdict::Good | Verdict::Bad => {
                 decided += 1;
-                let looks = mid(c);
-                if !looks.is_empty() && looks.iter().all(|&x| x == (*v == Verdict::Bad)) {
+                if agrees(c, *v == Verdict::Bad) {
                     unanimous += 1;
                 }
             }
@@ -618,7 +625,7 @@ fn confidence(
         None => reasons.push("the endpoints are not measured yet".to_owned()),
     }
     reasons.push(format!(
-        "{unanimous} of {decided} verdicts had every boot on the same side"
+        "{unanimous} of {decided} verdicts had every boot clearly on their side"
     ));
     if skipped > 0 {
         reasons.push(format!("{skipped} commit(s) skipped"));
