@@ -623,3 +623,51 @@ fn html_report_renders_in_chromium_with_every_plot() {
     );
     eprintln!("report and screenshot in {}", out.display());
 }
+
+#[test]
+fn a_hunt_in_progress_reports_without_a_culprit() {
+    let f = fixture();
+    let j = Journal::open_read_only(&firstbad::hunt::journal_path(&f.cfg.state_dir)).unwrap();
+    let id = j.identity().unwrap().unwrap();
+    let mut entries = j.events().unwrap();
+    // Stop right after the first candidate's first boot started.
+    let cut = entries
+        .iter()
+        .position(|e| matches!(&e.event, Event::BootStarted { commit, .. } if commit != &id.good && commit != &id.bad))
+        .unwrap();
+    entries.truncate(cut + 1);
+    let state = HuntState::replay(&entries);
+    let commits = GitCommits::open(&f.cfg.repo);
+    let ctx = report::Context {
+        name: &f.cfg.name,
+        hunt_file: &f.cfg.source,
+        workload_file: &f.cfg.workload.file,
+        metric: &f.cfg.workload.metric,
+        direction: f.cfg.workload.direction,
+        settings: &f.cfg.report,
+    };
+    let r = Report::build(&ctx, &id, &state, &commits);
+    assert_eq!(r.status, "in-progress");
+    assert!(r.first_bad.is_none());
+    assert!(
+        r.status_detail
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("boot 1 of"),
+        "{:?}",
+        r.status_detail
+    );
+    assert_eq!(r.confidence.level, "low");
+    assert!(r.regression.is_some(), "the baselines are measured");
+    let testing = r
+        .commits
+        .iter()
+        .find(|c| c.role == "tested")
+        .expect("the candidate being tested");
+    assert!(testing.verdict.is_none());
+    let e = report::email::email(&r);
+    assert!(e.contains("the hunt is in-progress"), "{e}");
+    let html = report::html::html(&r, commits.range(&id.good, &id.bad).as_deref());
+    assert!(!html.contains("plot failed"));
+    assert!(html.contains("testing"));
+}

@@ -9,17 +9,34 @@ fn est(e: &Estimate, unit: &str) -> String {
     format!("{:.2} {unit} [{:.2}, {:.2}]", e.value, e.low, e.high)
 }
 
+/// Says what a bad/good ratio's interval shows, for a reader who skips the numbers.
+fn change(ratio: &Estimate, direction: &str) -> &'static str {
+    let worse_up = direction == "lower-is-better";
+    if ratio.low > 1.0 {
+        if worse_up {
+            "worse: the interval excludes no change"
+        } else {
+            "better: the interval excludes no change"
+        }
+    } else if ratio.high < 1.0 {
+        if worse_up {
+            "better: the interval excludes no change"
+        } else {
+            "worse: the interval excludes no change"
+        }
+    } else {
+        "no clear change: the interval includes x1"
+    }
+}
+
 /// Renders the e-mail report.
 pub fn email(r: &Report) -> String {
     let mut out = String::new();
     let unit = r.regression.as_ref().map(|g| g.unit.as_str()).unwrap_or("");
     let subject = match (&r.first_bad, &r.regression) {
         (Some(c), Some(g)) => format!(
-            "Subject: [REGRESSION] {} {:.1}x slower median ({}), bisected to {}",
-            g.series,
-            g.median_ratio.value,
-            r.name,
-            crate::hunt::short(&c.id)
+            "Subject: [REGRESSION] {}: {} median x{:.1}",
+            c.subject, g.series, g.median_ratio.value
         ),
         (Some(c), None) => format!(
             "Subject: [REGRESSION] {}: bisected to {}",
@@ -40,9 +57,25 @@ pub fn email(r: &Report) -> String {
         r.bad.subject
     );
     if let Some(g) = &r.regression {
+        for (label, e, good, bad) in [
+            ("median", &g.median_ratio, &g.good.median, &g.bad.median),
+            ("p99", &g.p99_ratio, &g.good.p99, &g.bad.p99),
+        ] {
+            let _ = writeln!(
+                out,
+                "  {label:<6} {:.2} -> {:.2} {unit}: x{:.2} [{:.2}, {:.2}], {}",
+                good.value,
+                bad.value,
+                e.value,
+                e.low,
+                e.high,
+                change(e, r.direction)
+            );
+        }
+        let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "{} per fsync, pooled over boots ({}):\n",
+            "{}, all samples of each endpoint's boots pooled ({}):\n",
             g.series,
             if g.unit.is_empty() {
                 "no unit"
@@ -75,8 +108,9 @@ pub fn email(r: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "\n  (boots x samples per boot; [..]: {})\n",
+            "\n  (boots x samples per boot)\n  [..]: {}\n",
             g.interval_method
+                .replace(" replicates resampling", " replicates\n  resampling")
         );
     }
     match (&r.first_bad, r.status) {
@@ -165,5 +199,8 @@ pub fn email(r: &Report) -> String {
             let _ = writeln!(out, "{t}");
         }
     }
-    out
+    // Mail clients and checkpatch dislike trailing blanks; the tables pad with them.
+    out.lines()
+        .map(|l| l.trim_end().to_owned() + "\n")
+        .collect()
 }

@@ -722,8 +722,10 @@ impl Report {
         Report {
             schema: SCHEMA,
             name: ctx.name.to_owned(),
-            hunt_file: ctx.hunt_file.to_owned(),
-            workload_file: ctx.workload_file.to_owned(),
+            // `configs/../workloads/x.toml` reads better as the file it is.
+            hunt_file: std::fs::canonicalize(ctx.hunt_file).unwrap_or(ctx.hunt_file.to_owned()),
+            workload_file: std::fs::canonicalize(ctx.workload_file)
+                .unwrap_or(ctx.workload_file.to_owned()),
             metric: ctx.metric.to_owned(),
             direction: match ctx.direction {
                 Direction::LowerIsBetter => "lower-is-better",
