@@ -179,7 +179,8 @@ fn samples_plot(r: &Report) -> String {
     let (lo, hi) = if all.is_empty() {
         (0.1, 10.0)
     } else {
-        (lo / 1.5, hi * 1.5)
+        // Room above the data for the legend.
+        (lo / 1.5, hi * 5.0)
     };
     let labels: Vec<String> = cols
         .iter()

@@ -13,9 +13,11 @@ use std::fmt::Write;
 /// Time figures from the journal's timestamps.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Timings {
-    /// Mean seconds of a finished build (failed ones included: they cost time too).
+    /// Median seconds of a finished build (failed ones included: they cost time too). The
+    /// median, because the first build of a hunt is a clean one (~14 min for the demo
+    /// kernel here) and the rest are incremental (~40 s).
     pub build_s: Option<f64>,
-    /// Mean seconds of a finished boot, from qemu start to the workload's end.
+    /// Median seconds of a finished boot, from qemu start to the workload's end.
     pub boot_s: Option<f64>,
     /// Mean boots per decided candidate (endpoints excluded).
     pub boots_per_commit: Option<f64>,
@@ -58,8 +60,8 @@ pub fn timings(entries: &[Entry], id: &HuntIdentity) -> Timings {
         }
     }
     Timings {
-        build_s: mean(&builds),
-        boot_s: mean(&boots),
+        build_s: (!builds.is_empty()).then(|| crate::classify::median(&builds)),
+        boot_s: (!boots.is_empty()).then(|| crate::classify::median(&boots)),
         boots_per_commit: mean(&decided),
     }
 }
@@ -71,6 +73,20 @@ fn duration(s: f64) -> String {
         120..=7199 => format!("{} min", (s + 30) / 60),
         _ => format!("{:.1} h", s as f64 / 3600.0),
     }
+}
+
+/// Seconds left: `steps` more commits, each a build and the usual number of boots, plus
+/// the endpoint boots still missing. `None` until a boot has been timed.
+pub fn estimate_left(
+    t: &Timings,
+    steps: u32,
+    baseline_boots_left: usize,
+    min_boots: u32,
+) -> Option<f64> {
+    let boot = t.boot_s?;
+    let per_commit =
+        t.build_s.unwrap_or(0.0) + boot * t.boots_per_commit.unwrap_or(min_boots as f64);
+    Some(steps as f64 * per_commit + baseline_boots_left as f64 * boot)
 }
 
 /// Remaining candidates and steps, from the repository and the verdicts so far.
@@ -190,26 +206,27 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
         match remaining(cfg, id, &state) {
             Some((left, steps)) => {
                 let _ = writeln!(o, "remaining range: {left} candidate(s), ~{steps} step(s)");
-                let per_commit = t.build_s.unwrap_or(0.0)
-                    + t.boot_s.unwrap_or(0.0)
-                        * t.boots_per_commit.unwrap_or(cfg.classify.min_boots as f64);
                 let baseline_left = if state.baselines.is_none() {
                     let done = state.values(&id.good).len() + state.values(&id.bad).len();
-                    (2 * n as usize).saturating_sub(done) as f64 * t.boot_s.unwrap_or(0.0)
+                    (2 * n as usize).saturating_sub(done)
                 } else {
-                    0.0
+                    0
                 };
-                if t.boot_s.is_some() {
-                    let _ = writeln!(
-                        o,
-                        "estimated time left: ~{} (per commit: build ~{}, {:.1} boots x ~{})",
-                        duration(steps as f64 * per_commit + baseline_left),
-                        duration(t.build_s.unwrap_or(0.0)),
-                        t.boots_per_commit.unwrap_or(cfg.classify.min_boots as f64),
-                        duration(t.boot_s.unwrap_or(0.0))
-                    );
-                } else {
-                    let _ = writeln!(o, "estimated time left: unknown until a boot has finished");
+                match estimate_left(&t, steps, baseline_left, cfg.classify.min_boots) {
+                    Some(left) => {
+                        let _ = writeln!(
+                            o,
+                            "estimated time left: ~{} (per commit: build ~{}, {:.1} boots x ~{})",
+                            duration(left),
+                            duration(t.build_s.unwrap_or(0.0)),
+                            t.boots_per_commit.unwrap_or(cfg.classify.min_boots as f64),
+                            duration(t.boot_s.unwrap_or(0.0))
+                        );
+                    }
+                    None => {
+                        let _ =
+                            writeln!(o, "estimated time left: unknown until a boot has finished");
+                    }
                 }
             }
             None => {
@@ -222,4 +239,95 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{BootOutcome, Verdict};
+    use std::path::PathBuf;
+
+    fn at(at_ms: i64, event: Event) -> Entry {
+        Entry {
+            seq: 0,
+            at_ms,
+            event,
+        }
+    }
+
+    #[test]
+    fn time_left_uses_median_build_and_boot_times_and_boots_per_commit() {
+        let id = HuntIdentity {
+            good: "g".into(),
+            bad: "b".into(),
+            fingerprint: String::new(),
+        };
+        let built = |_: &str| BuildOutcome::Failed {
+            log: PathBuf::new(),
+            error_lines: vec![],
+        };
+        let boot = |c: &str, n: u32| Event::BootFinished {
+            commit: c.into(),
+            boot: n,
+            host: "q".into(),
+            outcome: BootOutcome::Failed {
+                reason: String::new(),
+                console: PathBuf::new(),
+            },
+        };
+        let started = |c: &str, n: u32| Event::BootStarted {
+            commit: c.into(),
+            boot: n,
+            host: "q".into(),
+        };
+        let mut e = vec![
+            // A clean first build of 840 s, then incremental ones of 40 s.
+            at(0, Event::BuildStarted { commit: "g".into() }),
+            at(
+                840_000,
+                Event::BuildFinished {
+                    commit: "g".into(),
+                    outcome: built("g"),
+                },
+            ),
+            at(840_000, Event::BuildStarted { commit: "b".into() }),
+            at(
+                880_000,
+                Event::BuildFinished {
+                    commit: "b".into(),
+                    outcome: built("b"),
+                },
+            ),
+            at(880_000, Event::BuildStarted { commit: "c".into() }),
+            at(
+                920_000,
+                Event::BuildFinished {
+                    commit: "c".into(),
+                    outcome: built("c"),
+                },
+            ),
+        ];
+        // Three boots of c, 20 s each, then its verdict.
+        for n in 1..=3 {
+            let t = 920_000 + (n as i64 - 1) * 20_000;
+            e.push(at(t, started("c", n)));
+            e.push(at(t + 20_000, boot("c", n)));
+        }
+        e.push(at(
+            980_000,
+            Event::Verdict {
+                commit: "c".into(),
+                verdict: Verdict::Good,
+                reason: String::new(),
+            },
+        ));
+        let t = timings(&e, &id);
+        assert_eq!(t.build_s, Some(40.0));
+        assert_eq!(t.boot_s, Some(20.0));
+        assert_eq!(t.boots_per_commit, Some(3.0));
+        // 4 steps x (40 s + 3 x 20 s) + 2 endpoint boots x 20 s.
+        assert_eq!(estimate_left(&t, 4, 2, 2), Some(440.0));
+        assert_eq!(duration(440.0), "7 min");
+        assert_eq!(estimate_left(&Timings::default(), 4, 0, 2), None);
+    }
 }
