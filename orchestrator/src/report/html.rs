@@ -404,7 +404,7 @@ h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}td code{overflow-wrap:anywhere}\
 code,pre{font-family:monospace}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}\
 .culprit{border:2px solid #d62728;padding:.5em 1em;background:#fff6f6}.good{color:#1b9e4b}.bad{color:#d62728}.skip{color:#888}\
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px}.plot{margin:0;overflow-x:auto}.note{color:#666}.err{color:#d62728}";
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px}.plot{margin:0;overflow-x:auto}.plot svg{max-width:100%;height:auto}.note{color:#666}.err{color:#d62728}";
 
 /// Renders the HTML report; `range` is the commit range oldest first (good excluded, bad
 /// last), for the bisection path.
