@@ -72,6 +72,9 @@ pub enum BuildOutcome {
 }
 
 /// What one boot of a candidate ended with.
+// A measured boot carries every sample (tens of KiB) while a failed one carries a line: boxing
+// would only add an indirection to the value the hunt reads most, and events are few.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum BootOutcome {
@@ -144,6 +147,7 @@ pub enum HuntEnd {
 }
 
 /// One journal entry.
+#[allow(clippy::large_enum_variant)] // see BootOutcome
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
