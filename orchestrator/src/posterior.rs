@@ -4,28 +4,41 @@
 //! commit `n - 1` is the bad endpoint (it may itself be the culprit, as in git bisect); the good
 //! endpoint sits before index 0. Hypothesis `h` says commits `h..n` are bad and `0..h` good.
 //! The extra hypothesis NONE says there is no single step: each tested commit sits at its own
-//! level anywhere between good and bad (two culprits, a gradual slide, endpoints that do not
-//! really differ).
+//! level, good, half-way or bad (two culprits, a gradual slide, endpoints that do not really
+//! differ).
 //!
-//! Every boot updates the posterior with its likelihood under each hypothesis ([`Posterior::
-//! observe`]), never with a hard verdict, so a wrong-looking boot costs a little probability
-//! rather than half the range. The next commit is the one with the most expected information
-//! per unit of cost ([`Posterior::choose`]): a boot of a commit whose P(bad) is q teaches about
-//! q(1 − q) (the small-signal mutual information of a binary state seen through Gaussian noise),
-//! and a commit not yet built costs `build_cost` boots more. Earlier commits may be chosen
-//! again. The search stops when one hypothesis reaches the configured confidence.
+//! # Likelihood
+//! A boot far beyond both centres is left out ([`Model::admit`]); a commit's evidence is the
+//! mean of its `k` admitted boots. Under hypothesis `h` the commits before `h` share the good centre and
+//! the others the bad centre, and those centres are known only to σ/√n from the baselines. The
+//! likelihood integrates that uncertainty out exactly (a Gaussian with a shared error per side,
+//! inverted with Sherman-Morrison), so a commit the search has classified good sharpens the good
+//! centre for every other commit instead of its evidence saturating against a baseline of a few
+//! boots. Boot-to-boot σ is the baselines' estimate, taken as known.
+//!
+//! # Search
+//! Every boot updates the posterior ([`Posterior::observe`]), never a hard verdict, so a
+//! wrong-looking boot costs a little probability rather than half the range. The next commit
+//! is the one with the most expected information per unit of cost ([`Posterior::choose`]): a
+//! boot of a commit whose P(bad) is q teaches about q(1 − q) (the small-signal mutual
+//! information of a binary state seen through Gaussian noise), and a commit not yet built costs
+//! `build_cost` boots more. Earlier commits may be chosen again. The search stops when one
+//! hypothesis reaches the configured confidence ([`Posterior::standing`]).
 //!
 //! Merges: the hunt reduces a range to its first-parent line first; a DAG-wide posterior is not
 //! modelled here.
 
 use crate::sequential::Model;
 
-/// Levels between good (0) and bad (1) a commit may sit at under NONE; a uniform grid of five
-/// keeps the NONE likelihood cheap and lets a half-way commit count as evidence for it.
-pub const NONE_LEVELS: [f64; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
+/// Levels between good (0) and bad (1) a commit may sit at under NONE: good, half-way, bad.
+/// A half-way commit (two culprits) counts as evidence for NONE. A finer grid (0.25, 0.75) let
+/// the small error of the baseline centres pass for evidence of NONE in `firstbad sim`.
+pub const NONE_LEVELS: [f64; 3] = [0.0, 0.5, 1.0];
 
-/// Prior probability of "no single culprit" (5%): a confirmed regression usually has one.
-pub const NONE_PRIOR: f64 = 0.05;
+/// Prior probability of "no single culprit" (1%): a confirmed regression usually has one. At 5%,
+/// one wrong-looking commit was enough in `firstbad sim` for NONE to win before the search had
+/// re-tested that commit.
+pub const NONE_PRIOR: f64 = 0.01;
 
 /// Where the posterior stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,14 +54,19 @@ pub enum Standing {
 /// The posterior over culprits of a linear history.
 #[derive(Debug, Clone)]
 pub struct Posterior {
-    /// log prior + log likelihood of each step hypothesis, relative to "everything good".
-    log_step: Vec<f64>,
-    /// Per tested commit, the summed log-likelihood (relative to good) at each NONE level.
-    per_commit: Vec<[f64; 5]>,
-    /// log prior of NONE.
-    log_none_prior: f64,
-    /// Boots and builds so far, per commit.
+    model: Model,
+    /// Boots per commit.
     boots: Vec<u32>,
+    /// Admitted boots per commit.
+    k: Vec<u32>,
+    /// Sum of admitted boots per commit, in units of σ.
+    sum_y: Vec<f64>,
+    /// Tested commits, ascending.
+    tested: Vec<usize>,
+    /// Log posterior of each step hypothesis, unnormalised.
+    log_step: Vec<f64>,
+    /// Log posterior of NONE, unnormalised.
+    log_none: f64,
 }
 
 fn logsumexp(v: impl Iterator<Item = f64> + Clone) -> f64 {
@@ -59,26 +77,55 @@ fn logsumexp(v: impl Iterator<Item = f64> + Clone) -> f64 {
     m + v.map(|x| (x - m).exp()).sum::<f64>().ln()
 }
 
+/// Running sums for one side's shared-centre Gaussian: Σw, Σw·r, Σw·r², Σ ln(1/w).
+#[derive(Debug, Clone, Copy, Default)]
+struct Side {
+    w: f64,
+    wr: f64,
+    wr2: f64,
+    ln_inv_w: f64,
+}
+
+impl Side {
+    fn add(&mut self, k: f64, r: f64) {
+        self.w += k;
+        self.wr += k * r;
+        self.wr2 += k * r * r;
+        self.ln_inv_w -= k.ln();
+    }
+
+    /// Log density (σ = 1, 2π terms dropped) of the commit means whose deviations from the
+    /// estimated centre were added, when that centre is off by N(0, 1/n) shared by them all.
+    fn log_density(&self, n: f64) -> f64 {
+        let q = self.wr2 - self.wr * self.wr / (n + self.w);
+        -0.5 * (q + self.ln_inv_w + (1.0 + self.w / n).ln())
+    }
+}
+
 impl Posterior {
-    /// A flat prior over `n` candidate commits (index `n - 1` is the bad endpoint) and NONE.
-    pub fn new(n: usize) -> Posterior {
+    /// A flat prior over `n` candidate commits (index `n - 1` is the bad endpoint) and NONE,
+    /// judged by `model`.
+    pub fn new(n: usize, model: Model) -> Posterior {
         let each = ((1.0 - NONE_PRIOR) / n as f64).ln();
         Posterior {
-            log_step: vec![each; n],
-            per_commit: vec![[0.0; 5]; n],
-            log_none_prior: NONE_PRIOR.ln(),
+            model,
             boots: vec![0; n],
+            k: vec![0; n],
+            sum_y: vec![0.0; n],
+            tested: Vec::new(),
+            log_step: vec![each; n],
+            log_none: NONE_PRIOR.ln(),
         }
     }
 
     /// Number of candidate commits.
     pub fn len(&self) -> usize {
-        self.log_step.len()
+        self.boots.len()
     }
 
     /// Always false: a posterior has at least one candidate.
     pub fn is_empty(&self) -> bool {
-        self.log_step.is_empty()
+        self.boots.is_empty()
     }
 
     /// Boots taken of commit `i` so far.
@@ -86,48 +133,97 @@ impl Posterior {
         self.boots[i]
     }
 
-    /// Adds one boot of commit `i` with raw value `value`, judged by `model`.
-    pub fn observe(&mut self, i: usize, value: f64, model: &Model) {
-        let mut l = [0.0; 5];
-        for (k, &lev) in NONE_LEVELS.iter().enumerate() {
-            l[k] = model.boot_loglik_at(value, lev);
+    /// Commit `i`'s bad-vs-good log-likelihood ratio from its own boots, against the baseline
+    /// centres with their uncertainty (for the sequential stay rule); 0 when untested.
+    pub fn commit_llr(&self, i: usize) -> f64 {
+        let k = self.k[i] as usize;
+        if k == 0 {
+            return 0.0;
         }
-        self.observe_loglik(i, l);
+        let l = self
+            .model
+            .mean_loglik(self.mean(i) * self.model.sigma, k, [0.0, 1.0]);
+        l[1]
     }
 
-    /// Adds one boot of commit `i` given its log-likelihoods (relative to good) at each of
-    /// [`NONE_LEVELS`]; `l[4]` is the boot's bad-vs-good log-likelihood ratio.
-    pub fn observe_loglik(&mut self, i: usize, l: [f64; 5]) {
+    fn mean(&self, i: usize) -> f64 {
+        self.sum_y[i] / f64::from(self.k[i])
+    }
+
+    /// Adds one boot of commit `i` with raw value `value`.
+    pub fn observe(&mut self, i: usize, value: f64) {
         self.boots[i] += 1;
-        for (acc, x) in self.per_commit[i].iter_mut().zip(l) {
-            *acc += x;
+        let Some(y) = self.model.admit(value) else {
+            return;
+        };
+        if self.k[i] == 0 {
+            let at = self.tested.partition_point(|&t| t < i);
+            self.tested.insert(at, i);
         }
-        // Hypothesis h makes commit i bad exactly when h <= i.
-        for s in &mut self.log_step[..=i] {
-            *s += l[4];
-        }
+        self.k[i] += 1;
+        self.sum_y[i] += y / self.model.sigma;
+        self.recompute();
     }
 
-    /// Log posterior mass of NONE, unnormalised.
-    fn log_none(&self) -> f64 {
-        let k = (NONE_LEVELS.len() as f64).ln();
-        self.log_none_prior
+    fn recompute(&mut self) {
+        let m = &self.model;
+        let (g, b) = (m.good / m.sigma, m.bad / m.sigma);
+        let nb = m.n_baseline.max(1.0);
+        let n = self.len();
+        // Side densities with the first j tested commits good and the rest bad.
+        let t = self.tested.len();
+        let mut good = vec![Side::default(); t + 1];
+        for j in 0..t {
+            let c = self.tested[j];
+            good[j + 1] = good[j];
+            good[j + 1].add(f64::from(self.k[c]), self.mean(c) - g);
+        }
+        let mut bad = vec![Side::default(); t + 1];
+        for j in (0..t).rev() {
+            let c = self.tested[j];
+            bad[j] = bad[j + 1];
+            bad[j].add(f64::from(self.k[c]), self.mean(c) - b);
+        }
+        let seg: Vec<f64> = (0..=t)
+            .map(|j| good[j].log_density(nb) + bad[j].log_density(nb))
+            .collect();
+        let prior = ((1.0 - NONE_PRIOR) / n as f64).ln();
+        // Hypothesis h makes tested commits < h good: j = number of tested commits below h.
+        let mut j = 0;
+        for h in 0..n {
+            while j < t && self.tested[j] < h {
+                j += 1;
+            }
+            self.log_step[h] = prior + seg[j];
+        }
+        // NONE: each tested commit independently at one of the levels, centres uncertain.
+        let ln_levels = (NONE_LEVELS.len() as f64).ln();
+        self.log_none = NONE_PRIOR.ln()
             + self
-                .per_commit
+                .tested
                 .iter()
-                .zip(&self.boots)
-                .filter(|(_, &b)| b > 0)
-                .map(|(l, _)| logsumexp(l.iter().copied()) - k)
-                .sum::<f64>()
+                .map(|&c| {
+                    let v = 1.0 / f64::from(self.k[c]) + 1.0 / nb;
+                    let y = self.mean(c);
+                    logsumexp(NONE_LEVELS.iter().map(|lev| {
+                        let at = g + lev * (b - g);
+                        -0.5 * ((y - at).powi(2) / v + v.ln())
+                    })) - ln_levels
+                })
+                .sum::<f64>();
     }
 
     /// Normalised probabilities: one per commit, then NONE.
     pub fn probabilities(&self) -> (Vec<f64>, f64) {
-        let none = self.log_none();
-        let z = logsumexp(self.log_step.iter().copied().chain(std::iter::once(none)));
+        let z = logsumexp(
+            self.log_step
+                .iter()
+                .copied()
+                .chain(std::iter::once(self.log_none)),
+        );
         (
             self.log_step.iter().map(|l| (l - z).exp()).collect(),
-            (none - z).exp(),
+            (self.log_none - z).exp(),
         )
     }
 
@@ -175,18 +271,23 @@ impl Posterior {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Direction;
 
-    /// One boot that is clearly good (llr -2) or clearly bad (+2).
-    fn boot(bad: bool) -> [f64; 5] {
-        let s = if bad { 1.0 } else { -1.0 };
-        // Levels 0, .25, .5, .75, 1: a linear ramp of evidence towards the side it lies on.
-        [0.0, 0.5 * s, 1.0 * s, 1.5 * s, 2.0 * s]
+    /// Good at 35 ms, bad at 45 ms, 5% noise: Δ/σ ≈ 5, so one boot is nearly decisive.
+    fn model() -> Model {
+        Model {
+            good: 35f64.ln(),
+            bad: 45f64.ln(),
+            sigma: 0.05,
+            direction: Direction::LowerIsBetter,
+            n_baseline: 8.0,
+        }
     }
 
     #[test]
     fn clean_evidence_converges_on_the_culprit() {
         let (n, culprit) = (64, 37);
-        let mut p = Posterior::new(n);
+        let mut p = Posterior::new(n, model());
         for _ in 0..200 {
             if let Standing::Culprit(c, conf) = p.standing(0.95) {
                 assert_eq!(c, culprit);
@@ -194,35 +295,60 @@ mod tests {
                 return;
             }
             let i = p.choose(1.0);
-            p.observe_loglik(i, boot(i >= culprit));
+            p.observe(i, if i >= culprit { 45.0 } else { 35.0 });
         }
         panic!("no convergence: {:?}", p.standing(0.95));
     }
 
     #[test]
     fn the_first_choice_halves_the_range_and_built_commits_are_preferred() {
-        let p = Posterior::new(64);
+        let p = Posterior::new(64, model());
         let c = p.choose(0.0);
         assert!((30..=33).contains(&c), "{c}");
-        let mut p = Posterior::new(64);
-        p.observe_loglik(40, [0.0; 5]);
-        // Commit 40 is built; an unbuilt midpoint gains 0.25/2, 40 gains ~0.23.
+        let mut p = Posterior::new(64, model());
+        // Half-way between good and bad: commit 40 stays near q = 0.5 and is already built.
+        p.observe(40, (35.0f64 * 45.0).sqrt());
         assert_eq!(p.choose(1.0), 40);
     }
 
     #[test]
     fn halfway_commits_raise_no_single_culprit() {
-        let mut p = Posterior::new(16);
-        // Every tested commit sits exactly halfway, boot after boot: no step explains it.
+        let mut p = Posterior::new(16, model());
+        let mid = (35.0f64 * 45.0).sqrt();
+        // Every tested commit sits exactly half-way, boot after boot: no step explains it.
         for i in [4, 8, 12] {
             for _ in 0..10 {
-                p.observe_loglik(i, [0.0, 0.6, 0.8, 0.6, 0.0]);
+                p.observe(i, mid);
             }
         }
         assert!(
             matches!(p.standing(0.95), Standing::NoSingleCulprit(_)),
             "{:?}",
             p.standing(0.95)
+        );
+    }
+
+    #[test]
+    fn a_good_commit_sharpens_the_good_centre() {
+        // Same boots of commit 10 (slightly towards bad), with and without 30 boots of a
+        // commit 2 that sit where the baselines put good: the shared centre is then better
+        // known, so commit 10's evidence for the hypotheses that call it bad grows.
+        let v = 38.0;
+        let mut a = Posterior::new(16, model());
+        let mut b = Posterior::new(16, model());
+        for _ in 0..30 {
+            b.observe(2, 35.0);
+        }
+        for _ in 0..30 {
+            a.observe(10, v);
+            b.observe(10, v);
+        }
+        let bad_mass = |p: &Posterior| p.probabilities().0[3..=10].iter().sum::<f64>();
+        assert!(
+            bad_mass(&b) > bad_mass(&a),
+            "{} vs {}",
+            bad_mass(&b),
+            bad_mass(&a)
         );
     }
 }

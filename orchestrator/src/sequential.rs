@@ -7,7 +7,7 @@
 //! ratio-scale, their boot-to-boot noise is multiplicative, and "worse" is always larger.
 //!
 //! 1. **Baselines** ([`assess_baselines`]): good and bad endpoints are booted interleaved, in a
-//!    random balanced order ([`baseline_order`]), and looked at after 5, 10 and 20 boots of each.
+//!    random balanced order ([`baseline_order`]), and looked at after 8, 16, 32 and 64 boots of each.
 //!    The regression is confirmed when the exact Mann-Whitney test separates them at `alpha` and
 //!    the estimated effect is at least the minimum-effect floor; it is refuted when even the
 //!    upper confidence bound of the effect is below the floor, or at the cap. The confirmed
@@ -33,9 +33,12 @@ pub const T_NU: f64 = 4.0;
 /// which would make every later boot infinitely decisive.
 pub const MIN_SIGMA: f64 = 0.002;
 
-/// Baseline boots per endpoint at which the test looks; 5 is the fewest for which the exact
-/// Mann-Whitney test can reach p < 0.01 (5 vs 5 fully separated: p = 0.0079).
-pub const BASELINE_LOOKS: [usize; 3] = [5, 10, 20];
+/// Baseline boots per endpoint at which the test looks. 5 is the fewest for which the exact
+/// Mann-Whitney test can reach p < 0.01 (5 vs 5 fully separated: p = 0.0079), but 8 is the first
+/// look: the centres estimated from 5 boots are off by σ/√5 ≈ 0.45σ, which in `firstbad sim`
+/// made good commits look a fifth of the way to bad and the posterior call too many histories
+/// "no single culprit". Doubling up to 64 reaches Δ/σ = 0.5 (≈ 50 boots per side at 1%/1%).
+pub const BASELINE_LOOKS: [usize; 4] = [8, 16, 32, 64];
 
 /// A value on the oriented log scale: larger is always worse.
 pub fn oriented(v: f64, direction: Direction) -> f64 {
@@ -118,6 +121,9 @@ pub struct Model {
     pub sigma: f64,
     /// Which way is worse.
     pub direction: Direction,
+    /// Boots behind each centre: the centres are uncertain by about σ/√n_baseline, which bounds
+    /// how much any number of boots of one commit can prove (see [`Model::mean_loglik`]).
+    pub n_baseline: f64,
 }
 
 /// Robust centre and spread of one group: drop boots further than 3.5 robust σ from the median
@@ -146,11 +152,16 @@ impl Model {
         let (gc, gss, gn) = robust_center(&g);
         let (bc, bss, bn) = robust_center(&b);
         let dof = (gn + bn).saturating_sub(2).max(1) as f64;
+        // A σ estimated from few boots is as often too small as too large, and a too small one
+        // makes every later boot overconfident: inflate by √((dof + 2)/(dof − 2)) (≈ 1.15 at 8
+        // boots each), which brought claimed confidence in line with accuracy in `firstbad sim`.
+        let inflate = ((dof + 2.0) / (dof - 2.0).max(1.0)).sqrt();
         Model {
             good: gc,
             bad: bc,
-            sigma: ((gss + bss) / dof).sqrt().max(MIN_SIGMA),
+            sigma: (inflate * ((gss + bss) / dof).sqrt()).max(MIN_SIGMA),
             direction,
+            n_baseline: gn.min(bn) as f64,
         }
     }
 
@@ -165,6 +176,7 @@ impl Model {
                 .sqrt()
                 .max(MIN_SIGMA),
             direction,
+            n_baseline: gn as f64,
         }
     }
 
@@ -179,6 +191,27 @@ impl Model {
         let y = oriented(value, self.direction);
         let at = self.good + level * (self.bad - self.good);
         t_logpdf((y - at) / self.sigma, T_NU) - t_logpdf((y - self.good) / self.sigma, T_NU)
+    }
+
+    /// A raw value on the oriented log scale, or None when it lies more than 4σ beyond both
+    /// centres: such a boot is like neither good nor bad (something else ran on the host) and
+    /// is left out of the evidence. A boot of either kind lands there about once in 30 000.
+    pub fn admit(&self, value: f64) -> Option<f64> {
+        let lo = self.good.min(self.bad) - 4.0 * self.sigma;
+        let hi = self.good.max(self.bad) + 4.0 * self.sigma;
+        let y = oriented(value, self.direction);
+        (lo..=hi).contains(&y).then_some(y)
+    }
+
+    /// Log-likelihood of a commit's mean (of `k` admitted boots) at each level of `levels`
+    /// (0 = good, 1 = bad), relative to level 0. The variance σ²(1/k + 1/n_baseline) carries
+    /// the uncertainty of the centres, so evidence saturates instead of growing without bound
+    /// when a commit is booted many times against a baseline of a few boots.
+    pub fn mean_loglik<const L: usize>(&self, mean: f64, k: usize, levels: [f64; L]) -> [f64; L] {
+        let v = self.sigma * self.sigma * (1.0 / k as f64 + 1.0 / self.n_baseline.max(1.0));
+        let at = |lev: f64| self.good + lev * (self.bad - self.good);
+        let d0 = (mean - self.good).powi(2);
+        levels.map(|lev| (d0 - (mean - at(lev)).powi(2)) / (2.0 * v))
     }
 
     /// Log-likelihood ratio ln p(value | bad) / p(value | good) of one boot.
@@ -333,18 +366,20 @@ mod tests {
     #[test]
     fn separated_baselines_confirm_at_the_first_look_and_identical_ones_refute() {
         let c = SequentialConfig::default();
-        let good = [35.0, 36.0, 34.0, 35.5, 34.5];
-        let bad = [45.0, 46.0, 44.0, 47.0, 45.5];
+        let good = [35.0, 36.0, 34.0, 35.5, 34.5, 35.2, 34.8, 35.1];
+        let bad = [45.0, 46.0, 44.0, 47.0, 45.5, 45.2, 44.8, 45.1];
         assert_eq!(
-            assess_baselines(&good[..4], &bad[..4], L, &c),
+            assess_baselines(&good[..7], &bad[..7], L, &c),
             BaselineOutcome::NeedMore
         );
         let BaselineOutcome::Confirmed(m, why) = assess_baselines(&good, &bad, L, &c) else {
-            panic!("5 vs 5 fully separated by ~29% must confirm")
+            panic!("8 vs 8 fully separated by ~29% must confirm")
         };
-        assert!(why.contains("p = 0.0079"), "{why}");
+        // scipy.stats.mannwhitneyu(bad, good, method="exact") for 8 vs 8 fully separated:
+        // p = 0.0001554001554001554.
+        assert!(why.contains("p = 0.0002"), "{why}");
         assert!(((m.bad - m.good).exp() - 1.29).abs() < 0.02, "{m:?}");
-        let same = [35.0, 35.2, 34.9, 35.1, 35.0];
+        let same = [35.0, 35.2, 34.9, 35.1, 35.0, 35.3, 34.7, 35.1];
         let r = assess_baselines(&good, &same, L, &c);
         assert!(
             matches!(r, BaselineOutcome::Refuted(ref m) if m.contains("floor")),
@@ -356,8 +391,8 @@ mod tests {
     fn an_effect_below_the_floor_is_not_a_regression() {
         // 2% apart, perfectly separated, but the floor is 5%.
         let c = SequentialConfig::default();
-        let good = [100.0, 100.1, 100.2, 99.9, 100.05];
-        let bad = [102.0, 102.1, 102.2, 101.9, 102.05];
+        let good = [100.0, 100.1, 100.2, 99.9, 100.05, 100.0, 99.95, 100.1];
+        let bad = [102.0, 102.1, 102.2, 101.9, 102.05, 102.0, 101.95, 102.1];
         let r = assess_baselines(&good, &bad, L, &c);
         assert!(matches!(r, BaselineOutcome::Refuted(_)), "{r:?}");
     }
@@ -369,6 +404,7 @@ mod tests {
             bad: 45f64.ln(),
             sigma: 0.05,
             direction: L,
+            n_baseline: 8.0,
         };
         let c = SequentialConfig::default();
         // One boot 10x slower: a normal model would call it bad at once.
@@ -387,6 +423,7 @@ mod tests {
             bad: 45f64.ln(),
             sigma: 0.05,
             direction: L,
+            n_baseline: 8.0,
         };
         let c = SequentialConfig {
             max_boots: 3,
