@@ -1,0 +1,77 @@
+//! Quick `firstbad sim`: firstbad's classifier and search against today's strategies on
+//! synthetic noisy histories (issue 4). The full table is docs/simulation.md; this runs a few
+//! cells at N = 64, Δ/σ = 1 with 100 replicates and asserts on what a user relies on: the
+//! culprit, the false-culprit rate, and that the stated confidence means what it says.
+
+use firstbad::sim::{run_cell, Cell, CellResult, Noise, Shape, Strategy};
+
+/// Replicates per cell: at 100 the sampling error of a 90% accuracy is ±3 points (1σ).
+const REPS: usize = 100;
+const SEED: u64 = 4;
+
+fn cell(noise: Noise, shape: Shape) -> Cell {
+    Cell {
+        n: 64,
+        d: 1.0,
+        noise,
+        shape,
+    }
+}
+
+fn calibrated(r: &CellResult) {
+    let (c, o) = (
+        r.claimed.expect("firstbad claims"),
+        r.observed.expect("named some"),
+    );
+    // Issue 4 targets 2 points in the full run; 100 replicates allow ±3 points of noise each
+    // way, so 7 points here still fails a posterior that is systematically overconfident.
+    assert!(
+        (c - o).abs() <= 0.07,
+        "claimed {c:.3} vs observed {o:.3}: {r:?}"
+    );
+}
+
+#[test]
+fn firstbad_finds_the_culprit_where_one_run_per_commit_fails() {
+    let c = cell(Noise::Normal, Shape::OneCulprit);
+    let fb = run_cell(Strategy::Firstbad, &c, REPS, SEED);
+    let git = run_cell(Strategy::GitBisect1, &c, REPS, SEED);
+    let maj = run_cell(Strategy::Majority5, &c, REPS, SEED);
+    // At Δ/σ = 1 one boot per commit is a coin flip with a bias: over 6 steps it almost never
+    // lands on the culprit. firstbad must, at ~93% in the full run.
+    assert!(git.accuracy <= 0.2, "{git:?}");
+    assert!(fb.accuracy >= 0.85, "{fb:?}");
+    assert!(fb.accuracy >= maj.accuracy + 0.4, "{fb:?} vs {maj:?}");
+    calibrated(&fb);
+}
+
+#[test]
+fn outlier_boots_do_not_move_the_culprit() {
+    let fb = run_cell(
+        Strategy::Firstbad,
+        &cell(Noise::Outliers, Shape::OneCulprit),
+        REPS,
+        SEED,
+    );
+    assert!(fb.accuracy >= 0.85, "{fb:?}");
+    calibrated(&fb);
+}
+
+#[test]
+fn no_culprit_is_reported_when_good_and_bad_are_alike() {
+    let c = cell(Noise::Normal, Shape::NoCulprit);
+    let fb = run_cell(Strategy::Firstbad, &c, REPS, SEED);
+    let git = run_cell(Strategy::GitBisect1, &c, REPS, SEED);
+    // Baselines at alpha = 0.01 with looks at 8/16/32/64 boots: a few percent at most.
+    assert!(fb.wrong <= 0.05, "{fb:?}");
+    // git bisect with one run names a culprit whenever bad's single boot is slower: ~half.
+    assert!(git.wrong >= 0.3, "{git:?}");
+}
+
+#[test]
+fn the_table_is_reproducible_from_its_seed() {
+    let c = cell(Noise::Failed, Shape::OneCulprit);
+    let a = run_cell(Strategy::Firstbad, &c, 10, SEED);
+    let b = run_cell(Strategy::Firstbad, &c, 10, SEED);
+    assert_eq!(a, b);
+}
