@@ -455,21 +455,21 @@ fn lkp_gap(w: &mut World) -> Outcome {
 
 /// Pinpoint's verdict on two samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Same {
+enum Comparison {
     Different,
     Same,
     Unknown,
 }
 
-fn pinpoint_compare(a: &[f64], b: &[f64]) -> Same {
+fn pinpoint_compare(a: &[f64], b: &[f64]) -> Comparison {
     // Pinpoint's thresholds: below 0.01 different, above 0.05 the same.
     let p = mann_whitney_u(a, b).p_value.min(ks_2samp(a, b).p_value);
     if p < 0.01 {
-        Same::Different
+        Comparison::Different
     } else if p > 0.05 {
-        Same::Same
+        Comparison::Same
     } else {
-        Same::Unknown
+        Comparison::Unknown
     }
 }
 
@@ -482,8 +482,8 @@ fn pinpoint(w: &mut World) -> Outcome {
     let mut bad = w.measure(n, START);
     loop {
         match pinpoint_compare(&good, &bad) {
-            Same::Different => break,
-            Same::Unknown if good.len() < MAX => {
+            Comparison::Different => break,
+            Comparison::Unknown if good.len() < MAX => {
                 let k = good.len();
                 good.extend(w.measure(0, k));
                 bad.extend(w.measure(n, k));
@@ -504,8 +504,8 @@ fn pinpoint(w: &mut World) -> Outcome {
                 good.extend(w.measure(0, k));
             }
             match pinpoint_compare(&good[..v.len().min(good.len())], &v) {
-                Same::Different => return true,
-                Same::Unknown if v.len() < MAX => {
+                Comparison::Different => return true,
+                Comparison::Unknown if v.len() < MAX => {
                     let k = v.len();
                     v.extend(w.measure(mid, k));
                 }
