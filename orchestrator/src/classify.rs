@@ -199,6 +199,9 @@ mod tests {
             max_boots: 5,
             min_effect: 0.2,
             max_failed_boots: 2,
+            alpha: 0.01,
+            beta: 0.01,
+            confidence: 0.95,
         }
     }
 

@@ -94,6 +94,9 @@ struct RawClassify {
     max_boots: Option<u32>,
     min_effect: Option<f64>,
     max_failed_boots: Option<u32>,
+    alpha: Option<f64>,
+    beta: Option<f64>,
+    confidence: Option<f64>,
 }
 
 /// A validated hunt: everything `firstbad run` needs, with absolute paths.
@@ -244,6 +247,12 @@ pub struct ClassifyConfig {
     pub min_effect: f64,
     /// Failed boots of a candidate after which it is skipped.
     pub max_failed_boots: u32,
+    /// Sequential test: probability of calling a good commit bad (default 0.01).
+    pub alpha: f64,
+    /// Sequential test: probability of calling a bad commit good (default 0.01).
+    pub beta: f64,
+    /// Posterior search: stop when the top culprit reaches this probability (default 0.95).
+    pub confidence: f64,
 }
 
 /// Metric keys the `fsync-latency` workload reports.
@@ -444,6 +453,10 @@ impl HuntConfig {
             max_boots: c.max_boots.unwrap_or(5),
             min_effect: c.min_effect.unwrap_or(0.2),
             max_failed_boots: c.max_failed_boots.unwrap_or(2),
+            // Issue 4's defaults: 1% error each way per commit, 95% on the culprit.
+            alpha: c.alpha.unwrap_or(0.01),
+            beta: c.beta.unwrap_or(0.01),
+            confidence: c.confidence.unwrap_or(0.95),
         };
         if classify.baseline_boots < 2 {
             return Err(v.field(
@@ -468,6 +481,24 @@ impl HuntConfig {
         }
         if classify.max_failed_boots == 0 {
             return Err(v.field("classify.max_failed_boots", "must be at least 1"));
+        }
+        for (name, x) in [
+            ("classify.alpha", classify.alpha),
+            ("classify.beta", classify.beta),
+        ] {
+            // Above 0.5 the test would call a commit bad on evidence that it is good.
+            if !(x > 0.0 && x < 0.5) {
+                return Err(v.field(
+                    name,
+                    "must be an error rate above 0 and below 0.5 (e.g. 0.01)",
+                ));
+            }
+        }
+        if !(classify.confidence > 0.5 && classify.confidence < 1.0) {
+            return Err(v.field(
+                "classify.confidence",
+                "must be a probability above 0.5 and below 1 (e.g. 0.95)",
+            ));
         }
 
         if let Some(link) = &raw.report.web_link {
