@@ -21,7 +21,7 @@
 //! 3. **Without a bad baseline**: [`Model::relative`] ("bad when 20% slower than good") needs
 //!    only good boots; [`AbsoluteTest`] ("bad when p99 > 500 ms") counts boots past a threshold.
 
-use crate::config::Direction;
+use crate::config::{ClassifyConfig, Direction};
 use crate::stats::{mad, mann_whitney_u, median, normal_quantile, t_logpdf};
 use rand::Rng;
 
@@ -71,6 +71,18 @@ impl Default for SequentialConfig {
             // At Δ/σ = 1 the SPRT needs ~10 boots on average; 30 leaves room for the tail.
             max_boots: 30,
             min_effect: 0.05,
+        }
+    }
+}
+
+impl From<&ClassifyConfig> for SequentialConfig {
+    /// The hunt file's `[classify]` settings: alpha, beta, max_boots and min_effect.
+    fn from(c: &ClassifyConfig) -> Self {
+        SequentialConfig {
+            alpha: c.alpha,
+            beta: c.beta,
+            max_boots: c.max_boots as usize,
+            min_effect: c.min_effect,
         }
     }
 }
