@@ -5,12 +5,12 @@
 //! candidate DAG (`bad ^good...`) in the order it requires: children before parents, the bad
 //! commit first, parents outside the range left out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, Oid, Repository, Sort};
 
-use crate::search::{Dag, DagError, Node};
+use crate::search::{Dag, DagError, Node, PathInfo, PathLink};
 
 /// A revision as the user wrote it and the commit it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,30 @@ pub struct Revision {
     pub spec: String,
     /// The commit's full id in lowercase hex.
     pub id: String,
+}
+
+/// How to narrow a range, as options of `git bisect start` do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeOptions {
+    /// Only commits that change one of these paths are tested (`git bisect start -- <paths>`):
+    /// literal paths from the top of the tree, a trailing `/` meaning a directory.
+    pub paths: Vec<String>,
+    /// Follow only the first parent of merges (`git bisect start --first-parent`).
+    pub first_parent: bool,
+}
+
+/// A range ready to bisect: its candidate DAG, the revisions that bound it, and what was
+/// changed about the user's revisions to make it bisectable.
+#[derive(Debug, Clone)]
+pub struct Range {
+    /// The candidates, bad first, TREESAME commits marked when paths are given.
+    pub dag: Dag,
+    /// The bad revision.
+    pub bad: Revision,
+    /// The good revisions that bound the range, after merge bases replaced diverged ones.
+    pub goods: Vec<Revision>,
+    /// What a person must be told, e.g. that a merge base stands in for a good revision.
+    pub notes: Vec<String>,
 }
 
 /// A git repository to bisect in.
@@ -131,6 +155,14 @@ pub enum HistoryError {
         /// The best common ancestor of the two.
         merge_base: String,
     },
+    /// A `paths` entry is not a literal path firstbad can match as git does.
+    #[error("path {path:?} cannot be used to limit the range: {why}")]
+    BadPath {
+        /// The path as written.
+        path: String,
+        /// What is wrong and how to fix it.
+        why: String,
+    },
     /// Good and bad share no history at all.
     #[error("good {good:?} ({good_id}) and bad {bad:?} ({bad_id}) have no common history")]
     Unrelated {
@@ -225,17 +257,125 @@ impl History {
     /// [`crate::search::Dag`] requires: children before parents, bad first.
     ///
     /// With no good at all, the range is the whole history of bad (as `git bisect` allows).
+    /// A good on another branch than bad is an error here; [`History::range`] uses the merge
+    /// base instead.
     pub fn load_range<S: AsRef<str>>(&self, bad: &str, goods: &[S]) -> Result<Dag, HistoryError> {
-        let repo = &self.repo;
         let bad = self.revision(bad)?;
         let goods = goods
             .iter()
             .map(|g| self.revision(g.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
         for good in &goods {
-            check_ancestry(repo, good, &bad)?;
+            check_ancestry(&self.repo, good, &bad)?;
         }
+        let commits = self.walk(&bad, &goods)?;
+        dag_of(commits, None)
+    }
 
+    /// Loads a range with `git bisect start` options: several goods, `-- <paths>`,
+    /// `--first-parent`. A good that is neither ancestor nor descendant of bad is replaced by
+    /// the merge base of the two, and [`Range::notes`] says so; equal, swapped (good a
+    /// descendant of bad) or unrelated revisions are errors.
+    pub fn range<S: AsRef<str>>(
+        &self,
+        bad: &str,
+        goods: &[S],
+        options: &RangeOptions,
+    ) -> Result<Range, HistoryError> {
+        let bad = self.revision(bad)?;
+        let mut effective: Vec<Revision> = Vec::new();
+        let mut notes = Vec::new();
+        for spec in goods {
+            let good = self.revision(spec.as_ref())?;
+            let good = match check_ancestry(&self.repo, &good, &bad) {
+                Ok(()) => good,
+                Err(HistoryError::GoodNotAncestor {
+                    good,
+                    good_id,
+                    bad,
+                    merge_base,
+                    ..
+                }) => {
+                    notes.push(format!(
+                        "good {good:?} ({}) is not an ancestor of bad {bad:?}: bisecting from \
+                         their merge base {} instead, which is measured as the good baseline",
+                        short_id(&good_id),
+                        short_id(&merge_base)
+                    ));
+                    Revision {
+                        spec: format!("merge-base({good}, {bad})"),
+                        id: merge_base,
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+            if !effective.iter().any(|g| g.id == good.id) {
+                effective.push(good);
+            }
+        }
+        let commits = self.walk(&bad, &effective)?;
+        let paths = options
+            .paths
+            .iter()
+            .map(|p| Pathspec::new(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let bottoms = effective
+            .iter()
+            .map(|g| oid(&g.id))
+            .collect::<Result<HashSet<_>, _>>()?;
+        // First-parent mode follows only first parents, so what bad reaches shrinks; the goods
+        // still exclude all their ancestors (git's default, unlike --exclude-first-parent-only).
+        let mut reached: HashSet<Oid> = HashSet::new();
+        if let Some(first) = commits.first() {
+            reached.insert(first.0);
+        }
+        let mut kept = Vec::with_capacity(commits.len());
+        for (id, mut parents, time) in commits {
+            if !reached.contains(&id) {
+                continue;
+            }
+            if options.first_parent {
+                parents.truncate(1);
+            }
+            reached.extend(parents.iter().copied());
+            kept.push((id, parents, time));
+        }
+        let info = if paths.is_empty() {
+            None
+        } else {
+            // How each commit compares with each parent at the paths; the search redoes git's
+            // history simplification from these after every verdict.
+            let mut cache = PathCache::default();
+            let mut info = Vec::with_capacity(kept.len());
+            for (id, parents, _) in &kept {
+                let mine = cache.get(&self.repo, *id, &paths)?;
+                let root_treesame = mine.iter().all(Option::is_none);
+                let mut links = Vec::with_capacity(parents.len());
+                for &p in parents {
+                    let same = cache.get(&self.repo, p, &paths)? == mine;
+                    links.push((p, bottoms.contains(&p), same));
+                }
+                info.push((links, root_treesame));
+            }
+            Some(info)
+        };
+        let dag = dag_of(kept, info)?;
+        Ok(Range {
+            dag,
+            bad,
+            goods: effective,
+            notes,
+        })
+    }
+
+    /// Walks `bad ^goods` in topological order: each commit with all its parents and its
+    /// committer time.
+    fn walk(
+        &self,
+        bad: &Revision,
+        goods: &[Revision],
+    ) -> Result<Vec<(Oid, Vec<Oid>, i64)>, HistoryError> {
+        let repo = &self.repo;
         let mut walk = repo
             .revwalk()
             .map_err(git_err("starting a revision walk"))?;
@@ -243,12 +383,10 @@ impl History {
             .map_err(git_err("sorting the revision walk"))?;
         walk.push(oid(&bad.id)?)
             .map_err(git_err(format!("walking from bad {}", bad.id)))?;
-        for good in &goods {
+        for good in goods {
             walk.hide(oid(&good.id)?)
                 .map_err(git_err(format!("hiding good {}", good.id)))?;
         }
-
-        // One pass reads every commit; parents are mapped to indices once all are known.
         let mut commits: Vec<(Oid, Vec<Oid>, i64)> = Vec::new();
         for next in walk {
             let id = next.map_err(git_err("walking the range"))?;
@@ -257,23 +395,7 @@ impl History {
                 .map_err(git_err(format!("reading commit {id}")))?;
             commits.push((id, commit.parent_ids().collect(), commit.time().seconds()));
         }
-        let index: HashMap<Oid, usize> = commits
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _, _))| (*id, i))
-            .collect();
-        let nodes = commits
-            .into_iter()
-            .map(|(id, parents, commit_time)| Node {
-                id: id.to_string(),
-                parents: parents
-                    .iter()
-                    .filter_map(|p| index.get(p).copied())
-                    .collect(),
-                commit_time,
-            })
-            .collect();
-        Ok(Dag::new(nodes)?)
+        Ok(commits)
     }
 
     /// Subject, author and dates of one commit, for reports.
@@ -298,6 +420,127 @@ impl History {
             author_offset_minutes: when.offset_minutes(),
             commit_time: commit.time().seconds(),
         })
+    }
+}
+
+/// Per commit, its links to each parent (id, is a starting good, same at the paths) and
+/// whether a root has none of the paths.
+type PathLinks = Vec<(Vec<(Oid, bool, bool)>, bool)>;
+
+/// Builds the search's DAG from commits listed children first, dropping parents outside.
+fn dag_of(
+    commits: Vec<(Oid, Vec<Oid>, i64)>,
+    info: Option<PathLinks>,
+) -> Result<Dag, HistoryError> {
+    let index: HashMap<Oid, usize> = commits.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
+    let nodes = commits
+        .into_iter()
+        .map(|(id, parents, commit_time)| Node {
+            id: id.to_string(),
+            parents: parents
+                .iter()
+                .filter_map(|p| index.get(p).copied())
+                .collect(),
+            commit_time,
+        })
+        .collect();
+    let dag = Dag::new(nodes)?;
+    let Some(info) = info else { return Ok(dag) };
+    let info = info
+        .into_iter()
+        .map(|(links, root_treesame)| PathInfo {
+            links: links
+                .into_iter()
+                .map(|(p, bottom, same)| PathLink {
+                    parent: index.get(&p).copied(),
+                    bottom,
+                    same,
+                })
+                .collect(),
+            root_treesame,
+        })
+        .collect();
+    Ok(dag.with_paths(info)?)
+}
+
+fn short_id(id: &str) -> &str {
+    &id[..12.min(id.len())]
+}
+
+/// One `paths` entry: a literal path from the top of the tree.
+struct Pathspec {
+    path: String,
+    /// Written with a trailing `/`: only a directory matches.
+    dir_only: bool,
+}
+
+impl Pathspec {
+    fn new(raw: &str) -> Result<Pathspec, HistoryError> {
+        let bad = |why: &str| HistoryError::BadPath {
+            path: raw.to_string(),
+            why: why.to_string(),
+        };
+        if raw.contains(['*', '?', '[']) || raw.starts_with(':') {
+            return Err(bad(
+                "wildcards and pathspec magic are not supported: list literal paths such as \"mm/\"",
+            ));
+        }
+        let trimmed = raw.trim_start_matches("./");
+        let dir_only = trimmed.ends_with('/');
+        let path = trimmed.trim_end_matches('/').to_string();
+        if path.is_empty()
+            || path == "."
+            || path.starts_with('/')
+            || path.split('/').any(|c| c == "..")
+        {
+            return Err(bad(
+                "give a path relative to the top of the tree, such as \"fs/ext4/\"",
+            ));
+        }
+        Ok(Pathspec { path, dir_only })
+    }
+}
+
+/// The tree entries (id and mode) of each path in each commit, memoised: comparing them is
+/// git's tree comparison limited to the paths.
+#[derive(Default)]
+struct PathCache {
+    entries: HashMap<Oid, Vec<Option<(Oid, i32)>>>,
+}
+
+impl PathCache {
+    fn get(
+        &mut self,
+        repo: &Repository,
+        commit: Oid,
+        paths: &[Pathspec],
+    ) -> Result<Vec<Option<(Oid, i32)>>, HistoryError> {
+        if let Some(e) = self.entries.get(&commit) {
+            return Ok(e.clone());
+        }
+        let tree = repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(git_err(format!("reading the tree of {commit}")))?;
+        let mut e = Vec::with_capacity(paths.len());
+        for p in paths {
+            let entry = match tree.get_path(Path::new(&p.path)) {
+                Ok(entry) if !p.dir_only || entry.kind() == Some(git2::ObjectType::Tree) => {
+                    Some((entry.id(), entry.filemode()))
+                }
+                Ok(_) => None,
+                Err(err) if err.code() == ErrorCode::NotFound => None,
+                Err(source) => {
+                    return Err(HistoryError::Git {
+                        action: format!("looking up {} in {commit}", p.path),
+                        source,
+                    })
+                }
+            };
+            e.push(entry);
+        }
+        self.entries.insert(commit, e.clone());
+        Ok(e)
     }
 }
 

@@ -39,7 +39,20 @@
 //! - With committer dates that go backwards (clock skew), git's walk may stop before it has
 //!   marked every ancestor of a good commit and leave a few of them in the candidate set; this
 //!   module always uses the exact set.
-//! - Path-limited bisection (`git bisect start -- <paths>`, TREESAME commits) is not modelled.
+//!
+//! # Path-limited bisection
+//!
+//! `git bisect start -- <paths>` keeps in the walk commits that do not touch the paths (git
+//! flags them TREESAME) but never counts, weighs as a step, or chooses them; its history
+//! simplification (`try_to_simplify_commit`) also drops the other parents of a merge that is
+//! TREESAME to a *relevant* parent, i.e. one that is not an ancestor of a good commit, or is a
+//! good commit itself. Which parents are relevant changes with every good verdict, so the
+//! simplification is redone after each one, as git's fresh walk does. The loader
+//! ([`crate::history`]) gives each commit's per-parent comparison with [`Dag::with_paths`].
+//! When only TREESAME
+//! commits are left besides a TREESAME bad commit, git stops with "No testable commit found";
+//! [`Bisection::next`] answers [`Next::OnlySkippedLeft`] with those commits, since the culprit
+//! is one of them (outside the paths).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
@@ -67,6 +80,30 @@ pub struct Node {
 pub struct Dag {
     nodes: Vec<Node>,
     index: HashMap<String, usize>,
+    paths: Option<Vec<PathInfo>>,
+}
+
+/// How a commit compares with one of its parents at the bisection's paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathLink {
+    /// The parent's node index, or `None` when the parent is outside the range (an ancestor
+    /// of a good commit).
+    pub parent: Option<usize>,
+    /// The parent is outside the range but is one of the good commits given at the start
+    /// (git's BOTTOM): it still counts as a relevant parent.
+    pub bottom: bool,
+    /// The commit changes none of the paths relative to this parent.
+    pub same: bool,
+}
+
+/// A commit's comparison with its parents at the bisection's paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathInfo {
+    /// One link per parent considered, in parent order (only the first in first-parent mode);
+    /// the in-range ones are exactly [`Node::parents`], in the same order.
+    pub links: Vec<PathLink>,
+    /// For a root commit: none of the paths exists in its tree.
+    pub root_treesame: bool,
 }
 
 /// Why a list of nodes is not a valid candidate DAG.
@@ -103,6 +140,12 @@ pub enum DagError {
         id: String,
         /// Node 0, taken as the bad commit.
         bad: String,
+    },
+    /// The path comparisons given do not match the nodes and their parents.
+    #[error("path comparison of node {node} does not match its parents")]
+    PathInfoMismatch {
+        /// The first node that does not match (or the number of nodes, for a length error).
+        node: usize,
     },
 }
 
@@ -143,7 +186,27 @@ impl Dag {
                 reached[p] = true;
             }
         }
-        Ok(Dag { nodes, index })
+        Ok(Dag {
+            nodes,
+            index,
+            paths: None,
+        })
+    }
+
+    /// Limits the bisection to commits that change some paths (`git bisect start -- <paths>`):
+    /// one [`PathInfo`] per node, its in-range links matching [`Node::parents`].
+    pub fn with_paths(mut self, info: Vec<PathInfo>) -> Result<Dag, DagError> {
+        if info.len() != self.nodes.len() {
+            return Err(DagError::PathInfoMismatch { node: info.len() });
+        }
+        for (i, (node, pi)) in self.nodes.iter().zip(&info).enumerate() {
+            let inside: Vec<usize> = pi.links.iter().filter_map(|l| l.parent).collect();
+            if inside != node.parents {
+                return Err(DagError::PathInfoMismatch { node: i });
+            }
+        }
+        self.paths = Some(info);
+        Ok(self)
     }
 
     /// Number of commits in the DAG.
@@ -249,6 +312,12 @@ pub enum StartError {
 #[derive(Debug, Clone)]
 pub struct Bisection {
     dag: Dag,
+    /// Each node's parents after git's history simplification for the current goods.
+    simple: Vec<Vec<usize>>,
+    /// Nodes that change none of the paths (always false without paths).
+    treesame: Vec<bool>,
+    /// Each node's children (filled only with paths, for the simplification).
+    children: Vec<Vec<usize>>,
     bad: usize,
     good_marks: Vec<usize>,
     goods: Vec<String>,
@@ -335,16 +404,98 @@ impl Bisection {
             });
         }
         let len = dag.len();
-        Ok(Bisection {
+        let mut b = Bisection {
             bad: 0,
             good_marks: Vec::new(),
             goods: goods.iter().map(|g| g.as_ref().to_string()).collect(),
+            simple: dag.nodes.iter().map(|n| n.parents.clone()).collect(),
+            treesame: vec![false; len],
+            children: Vec::new(),
             skipped: vec![false; len],
             any_skip: false,
             alive: vec![true; len],
             alive_count: len,
             dag: dag.clone(),
+        };
+        if b.dag.paths.is_some() {
+            b.children = vec![Vec::new(); len];
+            for (i, n) in b.dag.nodes.iter().enumerate() {
+                for &p in &n.parents {
+                    b.children[p].push(i);
+                }
+            }
+            b.recompute(0, Vec::new(), bad, Verdict::Bad)
+                .expect("the bad commit alone is never excluded");
+        }
+        Ok(b)
+    }
+
+    /// Whether git's walk has already marked `p` (an ancestor of a good commit) UNINTERESTING
+    /// when it simplifies its child `child`: `p` is a parent of a good commit (marked at the
+    /// start), or a child of `p` on a good's side was popped first, i.e. is newer than `child`.
+    /// (git's marking spreads with its date-ordered walk, so a parent that is an ancestor of a
+    /// good can still count as relevant; recursive marking of already-parsed commits and
+    /// equal dates are not modelled.)
+    fn marked_before(&self, p: usize, child: &Node, excluded: &[bool], bottom: &[bool]) -> bool {
+        self.children[p].iter().any(|&d| {
+            bottom[d] || (excluded[d] && self.dag.nodes[d].commit_time > child.commit_time)
         })
+    }
+
+    /// git's `try_to_simplify_commit` for every node, given which nodes are ancestors of a
+    /// good commit (`excluded`) and which are good commits (`bottom`).
+    fn simplify(&self, excluded: &[bool], bottom: &[bool]) -> (Vec<Vec<usize>>, Vec<bool>) {
+        let nodes = &self.dag.nodes;
+        let Some(info) = &self.dag.paths else {
+            let simple = nodes.iter().map(|n| n.parents.clone()).collect();
+            return (simple, vec![false; nodes.len()]);
+        };
+        let mut simple = Vec::with_capacity(nodes.len());
+        let mut treesame = Vec::with_capacity(nodes.len());
+        for (node, pi) in nodes.iter().zip(info) {
+            if pi.links.is_empty() {
+                simple.push(Vec::new());
+                treesame.push(pi.root_treesame);
+                continue;
+            }
+            let (mut relevant_parents, mut relevant_change, mut irrelevant_change) =
+                (0, false, false);
+            let mut follow = None;
+            for link in &pi.links {
+                let relevant = match link.parent {
+                    Some(p) => {
+                        !excluded[p] || bottom[p] || !self.marked_before(p, node, excluded, bottom)
+                    }
+                    None => link.bottom,
+                };
+                relevant_parents += usize::from(relevant);
+                match (link.same, relevant) {
+                    (true, true) => {
+                        follow = Some(link.parent);
+                        break;
+                    }
+                    (true, false) => {}
+                    (false, true) => relevant_change = true,
+                    (false, false) => irrelevant_change = true,
+                }
+            }
+            match follow {
+                // TREESAME to a relevant parent: that parent alone is followed.
+                Some(parent) => {
+                    simple.push(parent.into_iter().collect());
+                    treesame.push(true);
+                }
+                None => {
+                    simple.push(node.parents.clone());
+                    treesame.push(if relevant_parents > 0 {
+                        !relevant_change
+                    } else {
+                        !irrelevant_change
+                    });
+                }
+            }
+        }
+        (simple, treesame)
     }
 
     /// The current bad commit (the newest commit known to be bad).
@@ -357,14 +508,24 @@ impl Bisection {
         &self.goods
     }
 
-    /// Number of candidates left, the bad commit included (git's `all`).
+    /// Number of candidates left that can be tested, the bad commit included unless it is
+    /// TREESAME (git's `all`).
     pub fn remaining(&self) -> usize {
-        self.alive_count
+        self.testable()
     }
 
     /// Rough number of tests still needed after the next one, as git's "(roughly N steps)".
     pub fn steps_left(&self) -> u32 {
-        estimate_bisect_steps(self.alive_count)
+        estimate_bisect_steps(self.testable())
+    }
+
+    /// Alive candidates that are not TREESAME.
+    fn testable(&self) -> usize {
+        self.alive
+            .iter()
+            .zip(&self.treesame)
+            .filter(|&(&a, &t)| a && !t)
+            .count()
     }
 
     /// Whether `id` is still a possible culprit.
@@ -419,10 +580,29 @@ impl Bisection {
         id: &str,
         verdict: Verdict,
     ) -> Result<(), MarkError> {
-        let mut alive = self.dag.ancestors(&[bad]);
         let excluded = self.dag.ancestors(&goods);
-        for (a, e) in alive.iter_mut().zip(&excluded) {
-            *a &= !e;
+        // Without paths the simplification never changes; with paths it depends on the goods.
+        let simplified = self.dag.paths.is_some().then(|| {
+            let mut bottom = vec![false; excluded.len()];
+            for &g in &goods {
+                bottom[g] = true;
+            }
+            self.simplify(&excluded, &bottom)
+        });
+        let simple = simplified.as_ref().map_or(&self.simple, |s| &s.0);
+        // What bad reaches through the simplified parents without entering a good's ancestry.
+        let mut alive = vec![false; excluded.len()];
+        if !excluded[bad] {
+            alive[bad] = true;
+            let mut stack = vec![bad];
+            while let Some(i) = stack.pop() {
+                for &p in &simple[i] {
+                    if !excluded[p] && !alive[p] {
+                        alive[p] = true;
+                        stack.push(p);
+                    }
+                }
+            }
         }
         if !alive[bad] {
             return Err(MarkError::BothGoodAndBad {
@@ -433,6 +613,10 @@ impl Bisection {
         }
         self.alive_count = alive.iter().filter(|&&a| a).count();
         self.alive = alive;
+        if let Some((simple, treesame)) = simplified {
+            self.simple = simple;
+            self.treesame = treesame;
+        }
         self.bad = bad;
         self.good_marks = goods;
         Ok(())
@@ -450,7 +634,7 @@ impl Bisection {
         let mut order = Vec::with_capacity(self.alive_count);
         while let Some((_, _, i)) = queue.pop() {
             order.push(i);
-            for &p in &nodes[i].parents {
+            for &p in &self.simple[i] {
                 if self.alive[p] && !seen[p] {
                     seen[p] = true;
                     ctr += 1;
@@ -461,15 +645,15 @@ impl Bisection {
         order
     }
 
-    /// git's `count_distance`: candidates reachable from `start`, itself included.
+    /// git's `count_distance`: candidates reachable from `start`, itself included, TREESAME
+    /// ones left out.
     fn count_distance(&self, start: usize, stamp: &mut [u32], generation: u32) -> i64 {
-        let nodes = &self.dag.nodes;
         let mut stack = vec![start];
         stamp[start] = generation;
         let mut n = 0;
         while let Some(i) = stack.pop() {
-            n += 1;
-            for &p in &nodes[i].parents {
+            n += i64::from(!self.treesame[i]);
+            for &p in &self.simple[i] {
                 if self.alive[p] && stamp[p] != generation {
                     stamp[p] = generation;
                     stack.push(p);
@@ -484,12 +668,16 @@ impl Bisection {
     /// weights filled in.
     fn weigh(&self, list: &[usize], weight: &mut [i64], early_exit: bool) -> Option<usize> {
         let nodes = &self.dag.nodes;
-        let nr = list.len() as i64;
+        let treesame = &self.treesame;
+        let nr = list.iter().filter(|&&i| !treesame[i]).count() as i64;
+        let halfway = |i: usize, w: i64| !treesame[i] && approx_halfway(w, nr);
         let mut counted = 0i64;
         let mut merges = Vec::new();
         for &i in list {
-            let interesting = nodes[i].parents.iter().filter(|&&p| self.alive[p]).count();
+            let interesting = self.simple[i].iter().filter(|&&p| self.alive[p]).count();
             match interesting {
+                // A TREESAME root reaches no counted commit: weight 0, not counted.
+                0 if treesame[i] => weight[i] = 0,
                 0 => {
                     weight[i] = 1;
                     counted += 1;
@@ -504,7 +692,7 @@ impl Bisection {
         let mut stamp = vec![0u32; nodes.len()];
         for (generation, &m) in (1u32..).zip(&merges) {
             weight[m] = self.count_distance(m, &mut stamp, generation);
-            if early_exit && approx_halfway(weight[m], nr) {
+            if early_exit && halfway(m, weight[m]) {
                 return Some(m);
             }
             counted += 1;
@@ -514,14 +702,17 @@ impl Bisection {
                 if weight[i] >= 0 {
                     continue;
                 }
-                let known = nodes[i]
-                    .parents
+                let known = self.simple[i]
                     .iter()
                     .find(|&&p| self.alive[p] && weight[p] >= 0);
                 let Some(&q) = known else { continue };
-                weight[i] = weight[q] + 1;
-                counted += 1;
-                if early_exit && approx_halfway(weight[i], nr) {
+                if treesame[i] {
+                    weight[i] = weight[q];
+                } else {
+                    weight[i] = weight[q] + 1;
+                    counted += 1;
+                }
+                if early_exit && halfway(i, weight[i]) {
                     return Some(i);
                 }
             }
@@ -532,9 +723,17 @@ impl Bisection {
     /// The next step, chosen exactly as `git bisect next` would choose it.
     pub fn next(&self) -> Next {
         let nodes = &self.dag.nodes;
+        let treesame = &self.treesame;
         let mut list = self.walk_order();
         list.reverse();
-        let nr = list.len() as i64;
+        let nr = list.iter().filter(|&&i| !treesame[i]).count() as i64;
+        if nr == 0 {
+            // git: "No testable commit found. Maybe you started with bad path arguments?"
+            // The culprit is one of these commits, none of which touches the paths.
+            let mut left: Vec<String> = list.iter().map(|&i| nodes[i].id.clone()).collect();
+            left.reverse();
+            return Next::OnlySkippedLeft(left);
+        }
         let mut weight = vec![0i64; nodes.len()];
         let distance = |w: i64| w.min(nr - w);
 
@@ -543,7 +742,7 @@ impl Bisection {
                 // best_bisection: the first commit in list order with the best split.
                 let mut best = list[0];
                 let mut best_distance = -1;
-                for &i in &list {
+                for &i in list.iter().filter(|&&i| !treesame[i]) {
                     if distance(weight[i]) > best_distance {
                         best = i;
                         best_distance = distance(weight[i]);
@@ -560,7 +759,7 @@ impl Bisection {
 
         // Something was skipped at some point: git's FIND_BISECTION_ALL path.
         self.weigh(&list, &mut weight, false);
-        let mut sorted = list;
+        let mut sorted: Vec<usize> = list.into_iter().filter(|&i| !treesame[i]).collect();
         sorted.sort_by(
             |&a, &b| match distance(weight[b]).cmp(&distance(weight[a])) {
                 Ordering::Equal => nodes[a].id.cmp(&nodes[b].id),
