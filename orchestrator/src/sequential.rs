@@ -251,9 +251,13 @@ pub fn assess_baselines(
     cfg: &SequentialConfig,
 ) -> BaselineOutcome {
     let n = good.len().min(bad.len());
-    if !BASELINE_LOOKS.contains(&n) {
+    let last = *BASELINE_LOOKS.last().expect("non-empty constant");
+    // Past the last look (failed boots can make a caller overshoot it), decide now rather than
+    // ask for boots forever.
+    if !BASELINE_LOOKS.contains(&n) && n < last {
         return BaselineOutcome::NeedMore;
     }
+    let n = n.min(last);
     let model = Model::from_baselines(&good[..n], &bad[..n], direction);
     let g: Vec<f64> = good[..n].iter().map(|&v| oriented(v, direction)).collect();
     let b: Vec<f64> = bad[..n].iter().map(|&v| oriented(v, direction)).collect();
@@ -282,7 +286,7 @@ pub fn assess_baselines(
             (1.0 - cfg.beta) * 100.0
         ));
     }
-    if n >= *BASELINE_LOOKS.last().expect("non-empty constant") {
+    if n >= last {
         return BaselineOutcome::Refuted(format!(
             "good and bad are not distinguishable at alpha {}: {figures}",
             cfg.alpha
@@ -397,6 +401,15 @@ mod tests {
             matches!(r, BaselineOutcome::Refuted(ref m) if m.contains("floor")),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn past_the_last_look_the_baselines_are_decided() {
+        let c = SequentialConfig::default();
+        // 70 boots each, alternating so that good and bad overlap completely.
+        let v: Vec<f64> = (0..70).map(|i| 35.0 + f64::from(i % 7)).collect();
+        let r = assess_baselines(&v, &v, L, &c);
+        assert!(matches!(r, BaselineOutcome::Refuted(_)), "{r:?}");
     }
 
     #[test]
