@@ -545,7 +545,7 @@ pub struct CellResult {
     pub wrong: f64,
     /// Share that named no commit.
     pub no_culprit: f64,
-    /// Mean and 95th percentile of boots.
+    /// Mean boots per history (failed boots included).
     pub boots_mean: f64,
     /// 95th percentile of boots.
     pub boots_p95: f64,
