@@ -37,9 +37,21 @@ struct RawReport {
 struct RawHuntSection {
     name: String,
     repo: String,
-    good: String,
+    good: OneOrMany,
     bad: String,
     state_dir: Option<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    first_parent: bool,
+}
+
+/// `good = "v1"` or `good = ["v1", "v2"]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Deserialize)]
@@ -108,8 +120,13 @@ pub struct HuntConfig {
     pub name: String,
     /// The kernel git repository.
     pub repo: PathBuf,
-    /// The known-good revision, any syntax git accepts.
-    pub good: String,
+    /// The known-good revisions (at least one), any syntax git accepts; the first is measured
+    /// as the good baseline.
+    pub goods: Vec<String>,
+    /// Only commits changing these paths are tested (`git bisect start -- <paths>`).
+    pub paths: Vec<String>,
+    /// Follow only first parents (`git bisect start --first-parent`).
+    pub first_parent: bool,
     /// The known-bad revision.
     pub bad: String,
     /// Where the journal, build logs and console logs of this hunt live.
@@ -301,9 +318,39 @@ impl HuntConfig {
             ));
         }
         let repo = v.path("hunt.repo", &raw.hunt.repo)?;
-        for (field, rev) in [("hunt.good", &raw.hunt.good), ("hunt.bad", &raw.hunt.bad)] {
+        let goods = match raw.hunt.good {
+            OneOrMany::One(g) => vec![g],
+            OneOrMany::Many(gs) => gs,
+        };
+        if goods.is_empty() {
+            return Err(v.field(
+                "hunt.good",
+                "is an empty list: give at least one good revision",
+            ));
+        }
+        let mut revs: Vec<(String, &String)> = goods
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (format!("hunt.good[{i}]"), g))
+            .collect();
+        revs.push(("hunt.bad".into(), &raw.hunt.bad));
+        for (field, rev) in revs {
             if rev.trim().is_empty() {
-                return Err(v.field(field, "is empty: give a revision (commit, tag, branch)"));
+                return Err(v.field(&field, "is empty: give a revision (commit, tag, branch)"));
+            }
+        }
+        for (i, p) in raw.hunt.paths.iter().enumerate() {
+            let why = if p.trim().is_empty() || p.trim() == "." {
+                Some("is empty: give a path from the top of the tree, such as \"mm/\"")
+            } else if p.contains(['*', '?', '[']) || p.starts_with(':') {
+                Some("wildcards and pathspec magic are not supported: list literal paths such as \"fs/ext4/\"")
+            } else if p.starts_with('/') || p.split('/').any(|c| c == "..") {
+                Some("must be relative to the top of the tree, such as \"fs/ext4/\"")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(v.field(&format!("hunt.paths[{i}]"), format!("{p:?} {why}")));
             }
         }
         let state_dir = match &raw.hunt.state_dir {
@@ -519,8 +566,10 @@ impl HuntConfig {
             source: path.to_owned(),
             name,
             repo,
-            good: raw.hunt.good,
+            goods,
             bad: raw.hunt.bad,
+            paths: raw.hunt.paths,
+            first_parent: raw.hunt.first_parent,
             state_dir,
             build,
             hosts,
@@ -707,6 +756,33 @@ mod tests {
         std::fs::write(&p, format!("{text}\n[report]\nreportd_by = \"x\"\n")).unwrap();
         let e = HuntConfig::load(&p).unwrap_err().to_string();
         assert!(e.contains("reportd_by"), "{e}");
+    }
+
+    #[test]
+    fn range_options_one_or_several_goods_paths_first_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "");
+        let c = HuntConfig::load(&p).unwrap();
+        assert_eq!(c.goods, ["v1"]);
+        assert!(c.paths.is_empty() && !c.first_parent);
+        let text = std::fs::read_to_string(&p).unwrap().replace(
+            "good = \"v1\"\n",
+            "good = [\"v1\", \"v0.9\"]\npaths = [\"mm/\", \"fs/ext4/\"]\nfirst_parent = true\n",
+        );
+        std::fs::write(&p, &text).unwrap();
+        let c = HuntConfig::load(&p).unwrap();
+        assert_eq!(c.goods, ["v1", "v0.9"]);
+        assert_eq!(c.paths, ["mm/", "fs/ext4/"]);
+        assert!(c.first_parent);
+        std::fs::write(&p, text.replace("\"fs/ext4/\"", "\"fs/*.c\"")).unwrap();
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("hunt.paths[1]") && e.contains("wildcards"),
+            "{e}"
+        );
+        std::fs::write(&p, text.replace("[\"v1\", \"v0.9\"]", "[]")).unwrap();
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("hunt.good") && e.contains("at least one"), "{e}");
     }
 
     #[test]

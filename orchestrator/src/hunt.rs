@@ -10,10 +10,11 @@ use crate::build::{BuildError, Builder};
 use crate::classify::{check_baselines, BaselineCheck, Baselines, Decision};
 use crate::config::{HostKind, HuntConfig};
 use crate::error::exit_code;
-use crate::history::History;
+use crate::history::{History, RangeOptions};
 use crate::hosts::qemu::{HostError, QemuHost};
 use crate::journal::{
-    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, Verdict,
+    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, RangeInfo,
+    Verdict,
 };
 use crate::search::{Bisection, Next};
 use std::collections::HashMap;
@@ -81,6 +82,8 @@ pub struct HuntState {
     pub candidates: Option<usize>,
     /// The last step begun and not finished (what a killed run was doing).
     pub in_flight: Option<String>,
+    /// Range options and notes, when the hunt has any.
+    pub range: Option<RangeInfo>,
 }
 
 impl HuntState {
@@ -118,6 +121,7 @@ impl HuntState {
                     reason,
                 } => s.verdicts.push((commit.clone(), *verdict, reason.clone())),
                 Event::Finished { end } => s.end = Some(end.clone()),
+                Event::Range(r) => s.range = Some(r.clone()),
             }
         }
         s
@@ -227,16 +231,55 @@ pub struct Outcome {
 
 /// Runs (or resumes) a hunt to its end.
 pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
+    run_with(cfg, None).await
+}
+
+/// Runs (or resumes) a hunt, first applying the verdicts of a `git bisect log` (`firstbad run
+/// --replay <file>`) so that they are not tested again.
+pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
     let history = History::open(&cfg.repo).map_err(|e| HuntError::BadInput(e.to_string()))?;
-    let good = history
-        .resolve(&cfg.good)
-        .map_err(|e| HuntError::BadInput(format!("{}: hunt.good: {e}", cfg.source.display())))?;
-    let bad = history
+    let options = RangeOptions {
+        paths: cfg.paths.clone(),
+        first_parent: cfg.first_parent,
+    };
+    // Name the field of a revision git does not know; range() then checks how they relate.
+    for (i, g) in cfg.goods.iter().enumerate() {
+        let field = if cfg.goods.len() == 1 {
+            "hunt.good".to_string()
+        } else {
+            format!("hunt.good[{i}]")
+        };
+        history
+            .resolve(g)
+            .map_err(|e| HuntError::BadInput(format!("{}: {field}: {e}", cfg.source.display())))?;
+    }
+    history
         .resolve(&cfg.bad)
         .map_err(|e| HuntError::BadInput(format!("{}: hunt.bad: {e}", cfg.source.display())))?;
-    let dag = history
-        .load_range(&bad, std::slice::from_ref(&good))
+    let range = history
+        .range(&cfg.bad, &cfg.goods, &options)
         .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.source.display())))?;
+    for note in &range.notes {
+        tracing::warn!("{note}");
+    }
+    let bad = range.bad.id.clone();
+    let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
+    // The first good is measured as the baseline; the others only bound the range.
+    let good = goods.first().cloned().ok_or_else(|| {
+        HuntError::BadInput(format!(
+            "{}: hunt.good: no good revision",
+            cfg.source.display()
+        ))
+    })?;
+    let dag = range.dag;
+    let range_info =
+        (goods.len() > 1 || !cfg.paths.is_empty() || cfg.first_parent || !range.notes.is_empty())
+            .then(|| RangeInfo {
+                goods: goods.clone(),
+                paths: cfg.paths.clone(),
+                first_parent: cfg.first_parent,
+                notes: range.notes.clone(),
+            });
 
     std::fs::create_dir_all(&cfg.state_dir).map_err(|e| {
         HuntError::BadInput(format!(
@@ -248,13 +291,13 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
     let identity = HuntIdentity {
         good: good.clone(),
         bad: bad.clone(),
-        fingerprint: fingerprint(cfg)?,
+        fingerprint: fingerprint(cfg, range_info.as_ref())?,
     };
     match journal.identity()? {
         Some(existing) if existing != identity => {
             return Err(HuntError::BadInput(format!(
-                "{} holds another hunt (good {}, bad {}, or another kernel config/workload); \
-                 use another hunt.state_dir or remove it",
+                "{} holds another hunt (good {}, bad {}, or another kernel config/workload/\
+                 range option); use another hunt.state_dir or remove it",
                 cfg.state_dir.display(),
                 short(&existing.good),
                 short(&existing.bad)
@@ -266,9 +309,13 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         ),
         None => {
             journal.set_identity(&identity)?;
-            journal.append(&Event::HuntStarted {
-                candidates: dag.len(),
-            })?;
+            let candidates = Bisection::new(&dag, &bad, &goods)
+                .map_err(|e| HuntError::BadInput(e.to_string()))?
+                .remaining();
+            journal.append(&Event::HuntStarted { candidates })?;
+            if let Some(info) = &range_info {
+                journal.append(&Event::Range(info.clone()))?;
+            }
         }
     }
     let mut state = HuntState::replay(&journal.events()?);
@@ -281,6 +328,9 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
     }
     if let Some(step) = &state.in_flight {
         tracing::warn!("the previous run stopped during {step}; redoing that step");
+    }
+    if let Some(file) = replay {
+        apply_replay(&history, &dag, &bad, &goods, &journal, &mut state, file)?;
     }
 
     let (builder, host) = prepare(cfg).await?;
@@ -355,8 +405,8 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         }
     };
 
-    let mut bisection = Bisection::new(&dag, &bad, std::slice::from_ref(&good))
-        .map_err(|e| HuntError::BadInput(e.to_string()))?;
+    let mut bisection =
+        Bisection::new(&dag, &bad, &goods).map_err(|e| HuntError::BadInput(e.to_string()))?;
     for (commit, verdict, _) in &state.verdicts {
         bisection.mark(commit, *verdict).map_err(|e| {
             HuntError::BadInput(format!(
@@ -467,9 +517,82 @@ fn end_code(end: &HuntEnd) -> u8 {
     }
 }
 
-/// What makes two runs' measurements comparable: the kernel config, the workload and the
-/// metric. A journal made with another fingerprint belongs to another hunt.
-fn fingerprint(cfg: &HuntConfig) -> Result<String, HuntError> {
+/// Journals the verdicts of a `git bisect log` that fit the range, in order, with the reason
+/// "from replay file X"; verdicts already in the journal, and those naming the hunt's own
+/// endpoints or commits outside the range, are left out (the latter with a warning).
+pub fn apply_replay(
+    history: &History,
+    dag: &crate::search::Dag,
+    bad: &str,
+    goods: &[String],
+    journal: &Journal,
+    state: &mut HuntState,
+    file: &Path,
+) -> Result<(), HuntError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| HuntError::BadInput(format!("--replay {}: {e}", file.display())))?;
+    let log = crate::replay::parse(&text)
+        .map_err(|e| HuntError::BadInput(format!("--replay {}: {e}", file.display())))?;
+    let mut bisection =
+        Bisection::new(dag, bad, goods).map_err(|e| HuntError::BadInput(e.to_string()))?;
+    for (commit, verdict, _) in &state.verdicts {
+        // Contradictions with the journal are reported by the main loop.
+        let _ = bisection.mark(commit, *verdict);
+    }
+    let reason = format!("from replay file {}", file.display());
+    let mut applied = 0;
+    for v in &log.verdicts {
+        let at = format!("--replay {}: line {}", file.display(), v.line);
+        let commit = history
+            .resolve(&v.rev)
+            .map_err(|e| HuntError::BadInput(format!("{at}: {e}")))?;
+        let verdict = match v.verdict {
+            crate::search::Verdict::Good => Verdict::Good,
+            crate::search::Verdict::Bad => Verdict::Bad,
+            crate::search::Verdict::Skip => Verdict::Skip,
+        };
+        let endpoint = (commit == bad && verdict == Verdict::Bad)
+            || (goods.contains(&commit) && verdict == Verdict::Good);
+        if endpoint
+            || state
+                .verdicts
+                .iter()
+                .any(|(c, w, _)| c == &commit && *w == verdict)
+        {
+            continue;
+        }
+        match bisection.mark(&commit, verdict) {
+            Ok(()) => {}
+            Err(crate::search::MarkError::UnknownCommit { .. }) => {
+                tracing::warn!(
+                    "{at}: {} {} is outside the range; left out",
+                    verdict.as_str(),
+                    short(&commit)
+                );
+                continue;
+            }
+            Err(e) => return Err(HuntError::BadInput(format!("{at}: {e}"))),
+        }
+        journal.append(&Event::Verdict {
+            commit: commit.clone(),
+            verdict,
+            reason: reason.clone(),
+        })?;
+        state.verdicts.push((commit, verdict, reason.clone()));
+        applied += 1;
+    }
+    tracing::info!(
+        "applied {applied} verdicts from {}; {} candidates left",
+        file.display(),
+        bisection.remaining()
+    );
+    Ok(())
+}
+
+/// What makes two runs' measurements comparable: the kernel config, the workload, the
+/// metric, and the range options (goods beyond the first, paths, first-parent). A journal
+/// made with another fingerprint belongs to another hunt.
+fn fingerprint(cfg: &HuntConfig, range: Option<&RangeInfo>) -> Result<String, HuntError> {
     let kconfig = std::fs::read(&cfg.build.kernel_config)
         .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.build.kernel_config.display())))?;
     let mut m = kconfig;
@@ -480,6 +603,16 @@ fn fingerprint(cfg: &HuntConfig) -> Result<String, HuntError> {
     );
     m.extend_from_slice(cfg.workload.metric.as_bytes());
     m.extend_from_slice(cfg.build.make_args.join(" ").as_bytes());
+    // Only when set, so that journals of one-good hunts made before range options still fit.
+    if let Some(r) = range {
+        let text = format!(
+            "range goods={} paths={} first_parent={}",
+            r.goods.join(","),
+            r.paths.join(","),
+            r.first_parent
+        );
+        m.extend_from_slice(text.as_bytes());
+    }
     Ok(git2::Oid::hash_object(git2::ObjectType::Blob, &m)
         .map_err(|e| HuntError::Infrastructure(e.to_string()))?
         .to_string())

@@ -202,11 +202,31 @@ pub enum Event {
         /// Why, for a person.
         reason: String,
     },
+    /// The range options and what was done to the user's revisions (written once, after
+    /// `HuntStarted`, when a range option is set or something must be said).
+    Range(RangeInfo),
     /// The hunt ended.
     Finished {
         /// How.
         end: HuntEnd,
     },
+}
+
+/// How a hunt's range was set up beyond one good and one bad revision.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeInfo {
+    /// The good commits bounding the range (full ids; a merge base stands in for a good on
+    /// another branch).
+    pub goods: Vec<String>,
+    /// `git bisect start -- <paths>`.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// `git bisect start --first-parent`.
+    #[serde(default)]
+    pub first_parent: bool,
+    /// What a person must be told (e.g. that a merge base replaced a good revision).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// A journal event with its sequence number and time.

@@ -14,6 +14,7 @@ pub mod hosts;
 pub mod hunt;
 pub mod journal;
 pub mod posterior;
+pub mod replay;
 pub mod report;
 pub mod search;
 pub mod sequential;

@@ -33,6 +33,9 @@ enum Command {
     Run {
         /// The hunt file (see configs/demo.toml).
         hunt: PathBuf,
+        /// A `git bisect log` whose verdicts are applied first and not tested again.
+        #[arg(long, value_name = "FILE")]
+        replay: Option<PathBuf>,
     },
     /// Show where a hunt is (safe while it runs, from another terminal).
     Status {
@@ -139,7 +142,7 @@ impl Commits for RepoCommits {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Run { hunt } => {
+        Command::Run { hunt, replay } => {
             let cfg = match load(&hunt) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
@@ -148,7 +151,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 .enable_all()
                 .build()
                 .context("starting the async runtime")?;
-            match rt.block_on(hunt::run(&cfg)) {
+            match rt.block_on(hunt::run_with(&cfg, replay.as_deref())) {
                 Ok(outcome) => {
                     let history = History::open(&cfg.repo).ok();
                     let commits = RepoCommits(history);

@@ -213,7 +213,6 @@ fn write_repo(dir: &Path, shape: &Shape) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum End {
     Found(String),
-    OnlySkipped(Vec<String>),
     /// git: "No testable commit found" (only commits outside the paths are left).
     NoTestable,
 }

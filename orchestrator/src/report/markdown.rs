@@ -16,9 +16,39 @@ pub(crate) fn subject(commits: &dyn Commits, id: &str) -> String {
 /// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer.
 pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "git bisect start '{}' '{}'", id.bad, id.good);
+    let Some(range) = &state.range else {
+        let _ = writeln!(out, "git bisect start '{}' '{}'", id.bad, id.good);
+        let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
+        let _ = writeln!(out, "# good: [{}] {}", id.good, subject(commits, &id.good));
+        return verdict_lines(out, state, commits);
+    };
+    // Several goods, paths, first-parent: the start line carries them, as git writes it.
+    let mut start = String::from("git bisect start");
+    if range.first_parent {
+        start.push_str(" '--first-parent'");
+    }
+    for rev in std::iter::once(&id.bad).chain(&range.goods) {
+        let _ = write!(start, " '{rev}'");
+    }
+    if !range.paths.is_empty() {
+        start.push_str(" '--'");
+        for p in &range.paths {
+            let _ = write!(start, " '{}'", p.replace('\'', "'\\''"));
+        }
+    }
+    for note in &range.notes {
+        let _ = writeln!(out, "# note: {note}");
+    }
+    let _ = writeln!(out, "{start}");
     let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
-    let _ = writeln!(out, "# good: [{}] {}", id.good, subject(commits, &id.good));
+    for g in &range.goods {
+        let _ = writeln!(out, "# good: [{g}] {}", subject(commits, g));
+    }
+    verdict_lines(out, state, commits)
+}
+
+/// The verdict lines and the answer of a `git bisect log`.
+fn verdict_lines(mut out: String, state: &HuntState, commits: &dyn Commits) -> String {
     for (commit, verdict, _) in &state.verdicts {
         let v = verdict.as_str();
         let _ = writeln!(out, "# {v}: [{commit}] {}", subject(commits, commit));
