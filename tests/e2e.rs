@@ -375,3 +375,113 @@ fn good_not_an_ancestor_of_bad_is_refused() {
     let err = run_expecting_bad_input(&hunt);
     assert!(err.contains("ancestor"), "{err}");
 }
+
+/// `firstbad try` of demo-good with the host table's `boot_timeout_s` line replaced by
+/// `extra`; returns the exit code, stdout and stderr, and the directory holding the state.
+fn try_good_with_host(extra: &str) -> (Option<i32>, String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let text = std::fs::read_to_string(&hunt)
+        .unwrap()
+        .replace("boot_timeout_s = 240\n", extra);
+    std::fs::write(&hunt, text).unwrap();
+    let out = firstbad()
+        .arg("try")
+        .arg(&hunt)
+        .arg("demo-good")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        dir,
+    )
+}
+
+/// The part of `firstbad try`'s output after `boot: `, as JSON.
+fn boot_json(stdout: &str) -> serde_json::Value {
+    let at = stdout.find("boot: ").expect("try printed a boot") + "boot: ".len();
+    serde_json::from_str(&stdout[at..]).expect("boot JSON")
+}
+
+/// A kernel that panics at boot is a failed boot with its console line, never a measurement.
+#[test]
+fn a_kernel_panic_at_boot_is_a_failed_boot_with_the_console_kept() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // No such init: the kernel panics with "No working init found".
+    let (code, out, err, _dir) = try_good_with_host(
+        "boot_timeout_s = 240\nextra_cmdline = \"rdinit=/firstbad-no-such-init init=/firstbad-no-such-init\"\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let boot = boot_json(&out);
+    assert_eq!(boot["status"], "failed", "{boot}");
+    let reason = boot["reason"].as_str().unwrap();
+    assert!(reason.contains("Kernel panic"), "{reason}");
+    let console = std::fs::read_to_string(boot["console"].as_str().unwrap()).unwrap();
+    assert!(console.contains("Kernel panic - not syncing"), "{console}");
+}
+
+/// A host that does not bring the agent up in time is a failed boot, in bounded time.
+#[test]
+fn a_boot_timeout_is_a_failed_boot_in_bounded_time() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    // TCG needs ~6 s to a healthy agent; 1 s cannot be met.
+    let (code, out, err, _dir) = try_good_with_host("boot_timeout_s = 1\n");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let boot = boot_json(&out);
+    assert_eq!(boot["status"], "failed", "{boot}");
+    assert!(
+        boot["reason"].as_str().unwrap().contains("boot timeout"),
+        "{boot}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// The agent must report the candidate's kernel: booting one kernel while expecting another
+/// is a failed boot ("wrong kernel"), so no sample of the wrong kernel ever counts.
+#[test]
+fn a_wrong_kernel_is_a_failed_boot() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, out, err, _dir) = try_good_with_host("boot_timeout_s = 240\n");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let at = out.find("build: ").unwrap() + "build: ".len();
+    let end = out.find("\nboot: ").unwrap();
+    let build: serde_json::Value = serde_json::from_str(&out[at..end]).unwrap();
+    let image = PathBuf::from(build["image"].as_str().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = firstbad::config::QemuConfig {
+        memory_mb: 512,
+        cpus: 1,
+        accel: firstbad::config::Accel::Tcg,
+        boot_timeout_s: 240,
+        scratch_mb: 128,
+        extra_cmdline: String::new(),
+    };
+    let mut host = firstbad::hosts::qemu::QemuHost::new("t", &cfg, agent(), dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let console = dir.path().join("console.log");
+    let r = rt.block_on(host.boot(&image, "6.1.192-fb000000000000", &console));
+    let failure = match r {
+        Err(Ok(f)) => f,
+        Err(Err(e)) => panic!("host error: {e}"),
+        Ok(_) => panic!("a wrong kernel was accepted"),
+    };
+    assert!(
+        failure.reason.contains("wrong kernel"),
+        "{}",
+        failure.reason
+    );
+    assert!(
+        failure
+            .reason
+            .contains(build["kernel_release"].as_str().unwrap()),
+        "{}",
+        failure.reason
+    );
+}

@@ -277,7 +277,13 @@ impl QemuHost {
                     self.cfg.boot_timeout_s
                 ));
             }
-            match client.identity().await {
+            // qemu accepts on the forwarded port before the guest listens, so a call can hang
+            // until the agent is up: bound each call by the boot deadline.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let answer =
+                tokio::time::timeout(left.min(Duration::from_secs(5)), client.identity()).await;
+            let Ok(answer) = answer else { continue };
+            match answer {
                 Ok(id) => break id,
                 Err(AgentError::Status { status: 401, .. }) => {
                     return Err(Err(HostError::Missing(
