@@ -17,6 +17,7 @@
 //!   to `max_boots`; then 80% agreement decides, and anything less is undecided (a skip).
 
 use crate::config::{ClassifyConfig, Direction};
+pub use crate::stats::median;
 
 /// A boot scoring at or below this looks like good (0 = good median, 1 = bad median).
 /// 0.35 rather than 0.5: a boot must sit clearly on good's side, not just past the midpoint.
@@ -66,21 +67,6 @@ fn oriented(v: f64, direction: Direction) -> f64 {
     match direction {
         Direction::LowerIsBetter => l,
         Direction::HigherIsBetter => -l,
-    }
-}
-
-/// Median of a non-empty slice (mean of the middle two for even lengths).
-pub fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

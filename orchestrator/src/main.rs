@@ -140,6 +140,14 @@ impl Commits for RepoCommits {
     }
 }
 
+/// The async runtime for commands that build, boot and measure.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Run { hunt, replay } => {
@@ -147,10 +155,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let rt = runtime()?;
             match rt.block_on(hunt::run_with(&cfg, replay.as_deref())) {
                 Ok(outcome) => {
                     let history = History::open(&cfg.repo).ok();
@@ -243,10 +248,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let rt = runtime()?;
             match rt.block_on(hunt::try_revision(&cfg, &rev)) {
                 Ok((build, boot)) => {
                     println!("build: {}", serde_json::to_string_pretty(&build)?);
