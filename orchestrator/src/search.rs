@@ -720,6 +720,64 @@ impl Bisection {
         None
     }
 
+    /// Records a verdict that may arrive out of order (parallel testing): a bad verdict for a
+    /// descendant of the current bad commit adds nothing and is dropped, instead of moving the
+    /// bad commit back up as `git bisect bad` would; anything else is [`Bisection::mark`].
+    pub fn mark_result(&mut self, id: &str, verdict: impl Into<Verdict>) -> Result<(), MarkError> {
+        let verdict = verdict.into();
+        if verdict == Verdict::Bad {
+            if let Some(i) = self.dag.index_of(id) {
+                if !self.alive[i] && self.dag.ancestors(&[i])[self.bad] {
+                    return Ok(());
+                }
+            }
+        }
+        self.mark(id, verdict)
+    }
+
+    /// Up to `k` commits to test at once on `k` idle hosts, chosen so that their verdicts split
+    /// the candidates into `k + 1` near-equal parts: the `j`-th is the untested commit whose
+    /// count of ancestors in the set is closest to `j * N / (k + 1)`. With `k = 1` this is git's
+    /// own choice ([`Bisection::next`]). Empty when [`Bisection::next`] is not a test. Apply
+    /// the verdicts with [`Bisection::mark_result`] in any order as they arrive.
+    pub fn next_parallel(&self, k: usize) -> Vec<String> {
+        let first = match self.next() {
+            Next::Test(id) => id,
+            _ => return Vec::new(),
+        };
+        if k <= 1 {
+            return vec![first];
+        }
+        let nodes = &self.dag.nodes;
+        let mut list = self.walk_order();
+        list.reverse();
+        let mut weight = vec![0i64; nodes.len()];
+        self.weigh(&list, &mut weight, false);
+        let testable: Vec<usize> = list
+            .iter()
+            .copied()
+            .filter(|&i| !self.treesame[i] && !self.skipped[i] && i != self.bad)
+            .collect();
+        let nr = list.iter().filter(|&&i| !self.treesame[i]).count() as i64;
+        let mut chosen: Vec<usize> = Vec::with_capacity(k);
+        for j in 1..=k as i64 {
+            // Rounded j * nr / (k + 1): the weight that ends the j-th of k + 1 parts.
+            let target = (2 * j * nr + k as i64 + 1) / (2 * (k as i64 + 1));
+            let best = testable
+                .iter()
+                .copied()
+                .filter(|c| !chosen.contains(c))
+                .min_by_key(|&c| (weight[c] - target).abs());
+            match best {
+                Some(c) => chosen.push(c),
+                None => break,
+            }
+        }
+        chosen.sort_by_key(|&c| weight[c]);
+        chosen.dedup();
+        chosen.into_iter().map(|c| nodes[c].id.clone()).collect()
+    }
+
     /// The next step, chosen exactly as `git bisect next` would choose it.
     pub fn next(&self) -> Next {
         let nodes = &self.dag.nodes;
@@ -1048,6 +1106,49 @@ mod tests {
             assert_eq!(estimate_bisect_steps(all), steps, "all = {all}");
         }
         assert_eq!(estimate_bisect_steps(50_000), 15);
+    }
+
+    #[test]
+    fn parallel_choice_splits_into_near_equal_parts() {
+        let b = Bisection::new(&linear(16), "c16", &["c00"]).expect("start");
+        // Weights in a line are positions: 16 / 4 = 4, 8, 12.
+        assert_eq!(b.next_parallel(3), ["c04", "c08", "c12"]);
+        assert_eq!(
+            b.next_parallel(1),
+            [match b.next() {
+                Next::Test(id) => id,
+                other => panic!("{other:?}"),
+            }]
+        );
+        // Every culprit of a 64-commit line is found in at most 3 rounds of 3 hosts
+        // (4^3 = 64), against 6 one at a time.
+        for k in 1..=64 {
+            let culprit = format!("c{k:02}");
+            let mut b = Bisection::new(&linear(64), "c64", &["c00"]).expect("start");
+            let c = b.dag.index_of(&culprit).expect("culprit");
+            let mut rounds = 0;
+            let found = loop {
+                match b.next() {
+                    Next::Found(id) => break id,
+                    Next::Test(_) => {}
+                    other => panic!("{other:?}"),
+                }
+                rounds += 1;
+                let picks = b.next_parallel(3);
+                // Verdicts arrive newest first, the reverse of the order given.
+                for id in picks.iter().rev() {
+                    let i = b.dag.index_of(id).expect("pick");
+                    let v = if b.dag.ancestors(&[i])[c] {
+                        Verdict::Bad
+                    } else {
+                        Verdict::Good
+                    };
+                    let _ = b.mark(id, v);
+                }
+            };
+            assert_eq!(found, culprit);
+            assert!(rounds <= 3, "{culprit}: {rounds} rounds");
+        }
     }
 
     #[test]
