@@ -400,11 +400,14 @@ fn check_case(seed: u64, mode: usize) -> (usize, bool) {
             .map(|(id, verdict)| format!("{}:{verdict:?}", index[id.as_str()]))
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        name(&our_tested),
-        name(&git_tested),
-        "tested sequence differs ({context})"
-    );
+    // RANGE_ENDS_ONLY=1 compares only the answers (to study a known sequence difference).
+    if std::env::var_os("RANGE_ENDS_ONLY").is_none() {
+        assert_eq!(
+            name(&our_tested),
+            name(&git_tested),
+            "tested sequence differs ({context})"
+        );
+    }
     assert_eq!(our_end, git_end, "outcome differs ({context})");
     (git_tested.len(), matches!(git_end, End::Found(_)))
 }
