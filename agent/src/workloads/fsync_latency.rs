@@ -1,8 +1,8 @@
 //! `fsync-latency`: small appends, each followed by a timed fsync, while background writers
 //! stream buffered writes (the shape of kernel bug 12309).
 
-use super::{sleep_unless_cancelled, Outcome, WorkloadError};
-use firstbad_wire::{percentile, FsyncLatency, Series, WorkloadResult};
+use super::{latency_metrics, sleep_unless_cancelled, Outcome, WorkloadError};
+use firstbad_wire::{FsyncLatency, Series, WorkloadResult};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -196,24 +196,9 @@ fn timed_fsyncs(
 
 /// The result: every fsync latency plus its percentiles, and the writers' throughput.
 fn summarize(samples: Vec<f64>, writer_mb_s: f64, duration: Duration) -> WorkloadResult {
-    let mut sorted = samples.clone();
-    sorted.sort_by(f64::total_cmp);
-    let pct = |p| percentile(&sorted, p).unwrap_or(f64::NAN);
-    let mean = if sorted.is_empty() {
-        f64::NAN
-    } else {
-        sorted.iter().sum::<f64>() / sorted.len() as f64
-    };
-    let metrics = BTreeMap::from([
-        ("fsync_latency_p50_ms".to_owned(), pct(50.0)),
-        ("fsync_latency_p90_ms".to_owned(), pct(90.0)),
-        ("fsync_latency_p99_ms".to_owned(), pct(99.0)),
-        ("fsync_latency_p999_ms".to_owned(), pct(99.9)),
-        ("fsync_latency_max_ms".to_owned(), pct(100.0)),
-        ("fsync_latency_mean_ms".to_owned(), mean),
-        ("writer_mb_s".to_owned(), writer_mb_s),
-        ("fsyncs".to_owned(), sorted.len() as f64),
-    ]);
+    let mut metrics = latency_metrics("fsync_latency", &samples);
+    metrics.insert("writer_mb_s".to_owned(), writer_mb_s);
+    metrics.insert("fsyncs".to_owned(), samples.len() as f64);
     let series = BTreeMap::from([(
         "fsync_latency".to_owned(),
         Series {
