@@ -2,8 +2,9 @@
 //! replaced by the merge base and said so in the journal, and the `git bisect log` firstbad
 //! writes for such a range is one that `git bisect replay` accepts and continues like firstbad.
 
+mod common;
+use common::git_str as git;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use firstbad::config::HuntConfig;
 use firstbad::history::{CommitInfo, History, RangeOptions};
@@ -11,27 +12,6 @@ use firstbad::hunt::{self, HuntError, HuntState};
 use firstbad::journal::{Event, HuntIdentity, Journal, RangeInfo, Verdict};
 use firstbad::report::{self, Commits};
 use firstbad::search::{Bisection, Next};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.org")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.org")
-        .stdin(Stdio::null())
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// main: 24 commits, every third touching mm/, the others fs/; side forks at main~20.
 fn repo(dir: &Path) {

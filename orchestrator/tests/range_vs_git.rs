@@ -3,10 +3,12 @@
 //! For each, `git bisect run` with a scripted oracle and firstbad's search fed the same verdicts
 //! must test the same commits in the same order and end the same way.
 
+mod common;
+use common::{git, git_ok};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use firstbad::history::{History, HistoryError, RangeOptions};
 use firstbad::search::{Bisection, Next, Verdict};
@@ -127,31 +129,6 @@ fn random_shape(rng: &mut Rng, n: usize) -> Shape {
         files.push(tree);
     }
     Shape { parents, files }
-}
-
-fn git(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.org")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.org")
-        .stdin(Stdio::null())
-        .output()
-        .expect("git runs")
-}
-
-fn git_ok(dir: &Path, args: &[&str]) -> String {
-    let out = git(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Writes `shape` with `git fast-import` (full trees, one minute per commit); returns the ids.

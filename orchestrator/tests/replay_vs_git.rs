@@ -1,34 +1,15 @@
 //! `firstbad run --replay`: a log made by hand with real `git bisect` is applied to a fresh
 //! hunt journal, and firstbad's next candidate must be the commit git itself would test next.
 
+mod common;
+use common::git_str as git;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use firstbad::history::{History, RangeOptions};
 use firstbad::hunt::{apply_replay, HuntState};
 use firstbad::journal::{Journal, Verdict};
 use firstbad::search::{Bisection, Next};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.org")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.org")
-        .stdin(Stdio::null())
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 #[test]
 fn a_hand_made_git_bisect_log_is_applied_and_not_retested() {

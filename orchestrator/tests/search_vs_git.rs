@@ -2,10 +2,12 @@
 //! repositories, `git bisect run` bisects them with a scripted oracle, and the commits git tested,
 //! in order, must be the commits firstbad's search chooses when fed the same verdicts.
 
+mod common;
+use common::{git, git_ok};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use firstbad::history::{History, HistoryError};
@@ -136,31 +138,6 @@ fn random_shape(rng: &mut Rng, n: usize, time_mode: usize) -> Shape {
         times.push(t);
     }
     Shape { parents, times }
-}
-
-fn git(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.org")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.org")
-        .stdin(Stdio::null())
-        .output()
-        .expect("git runs")
-}
-
-fn git_ok(dir: &Path, args: &[&str]) -> String {
-    let out = git(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Writes `shape` as a git repository with `git fast-import`; returns each commit's id.

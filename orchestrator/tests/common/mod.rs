@@ -1,0 +1,39 @@
+//! Helpers shared by the integration tests that drive real git.
+
+// Each test binary includes this module and uses a different subset of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs git in `dir`, hermetic: no system or user config, fixed identity, no stdin.
+pub fn git(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "T")
+        .env("GIT_AUTHOR_EMAIL", "t@example.org")
+        .env("GIT_COMMITTER_NAME", "T")
+        .env("GIT_COMMITTER_EMAIL", "t@example.org")
+        .stdin(Stdio::null())
+        .output()
+        .expect("git runs")
+}
+
+/// [`git`], asserting success; returns stdout as it is.
+pub fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let out = git(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// [`git_ok`], trimmed: for commands that print one value (an id, a subject).
+pub fn git_str(dir: &Path, args: &[&str]) -> String {
+    git_ok(dir, args).trim().to_owned()
+}
