@@ -1,107 +1,12 @@
 //! Black-box tests of the real `firstbad-agent` binary over HTTP, as the orchestrator sees it.
 
+mod common;
+use common::{Agent, TOKEN};
 use firstbad_wire::{ApiError, Identity, RunStarted, RunState, RunStatus};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const TOKEN: &str = "test-token-0123456789";
-
-/// A running agent on 127.0.0.1 with its own scratch directory; killed on drop.
-struct Agent {
-    child: Child,
-    base: String,
-    scratch: tempfile::TempDir,
-    http: reqwest::Client,
-}
-
-impl Agent {
-    fn start() -> Agent {
-        let scratch = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
-            .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
-            .arg(scratch.path())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start firstbad-agent");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            // Keep draining stderr after the first line so that the agent never blocks on it.
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("firstbad-agent: listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("agent printed its listening line");
-        Agent {
-            child,
-            base: format!("http://{addr}"),
-            scratch,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    async fn post_run(&self, workload: Value) -> reqwest::Response {
-        self.http
-            .post(self.url("/v1/runs"))
-            .bearer_auth(TOKEN)
-            .json(&json!({ "workload": workload }))
-            .send()
-            .await
-            .expect("POST /v1/runs")
-    }
-
-    async fn status(&self, id: &str) -> RunStatus {
-        let resp = self
-            .http
-            .get(self.url(&format!("/v1/runs/{id}")))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("GET run");
-        assert_eq!(resp.status(), StatusCode::OK);
-        resp.json().await.expect("RunStatus body")
-    }
-
-    async fn wait_until_not_running(&self, id: &str, timeout: Duration) -> RunStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let status = self.status(id).await;
-            if status.state != RunState::Running {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "run {id} still running after {timeout:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn scratch_entries(&self) -> Vec<String> {
-        std::fs::read_dir(self.scratch.path())
-            .expect("read scratch")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect()
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::Command;
+use std::time::Duration;
 
 fn small_run() -> Value {
     json!({
@@ -126,7 +31,7 @@ async fn api_error(resp: reqwest::Response) -> String {
 
 #[tokio::test]
 async fn requests_without_the_right_token_get_401() {
-    let agent = Agent::start();
+    let agent = Agent::start(&[]);
     let none = agent
         .http
         .get(agent.url("/v1/identity"))
@@ -160,7 +65,7 @@ async fn requests_without_the_right_token_get_401() {
 
 #[tokio::test]
 async fn identity_is_this_machines_kernel() {
-    let agent = Agent::start();
+    let agent = Agent::start(&[]);
     let resp = agent
         .http
         .get(agent.url("/v1/identity"))
@@ -184,7 +89,7 @@ async fn identity_is_this_machines_kernel() {
 
 #[tokio::test]
 async fn a_small_fsync_latency_run_reports_every_fsync() {
-    let agent = Agent::start();
+    let agent = Agent::start(&[]);
     let resp = agent.post_run(small_run()).await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     let started: RunStarted = resp.json().await.expect("RunStarted body");
@@ -220,7 +125,7 @@ async fn a_small_fsync_latency_run_reports_every_fsync() {
 
 #[tokio::test]
 async fn one_run_at_a_time_and_cancel_cleans_up() {
-    let agent = Agent::start();
+    let agent = Agent::start(&[]);
     let resp = agent.post_run(long_run()).await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     let started: RunStarted = resp.json().await.expect("RunStarted body");
@@ -260,7 +165,7 @@ async fn one_run_at_a_time_and_cancel_cleans_up() {
 
 #[tokio::test]
 async fn unknown_runs_are_404() {
-    let agent = Agent::start();
+    let agent = Agent::start(&[]);
     for (method, path) in [
         (reqwest::Method::GET, "/v1/runs/nope"),
         (reqwest::Method::POST, "/v1/runs/nope/cancel"),
@@ -279,7 +184,7 @@ async fn unknown_runs_are_404() {
 
 #[tokio::test]
 async fn bad_requests_get_a_4xx_that_says_why() {
-    let agent = Agent::start();
+    let agent = Agent::start(&[]);
     let post_raw = |body: String| {
         agent
             .http

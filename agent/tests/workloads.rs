@@ -6,119 +6,19 @@
 //! catches unit mistakes (KiB vs MB, ms vs s), counting errors and a block size not applied.
 //! These tests need root (loop devices, drop_caches), as CI has.
 
-use firstbad_wire::{RunStarted, RunState, RunStatus, WorkloadResult};
+mod common;
+use common::{Agent, TOKEN};
+use firstbad_wire::{RunStarted, RunState, RunStatus};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-const TOKEN: &str = "workload-test-token";
 /// dd and the agent may differ by this factor either way (see the module comment).
 const TOLERANCE: f64 = 2.0;
 /// The I/O tests run one at a time: two of them at once on 2 cores measure each other.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-struct Agent {
-    child: Child,
-    base: String,
-    scratch: tempfile::TempDir,
-    http: reqwest::Client,
-}
-
-impl Agent {
-    fn start(extra: &[&str]) -> Agent {
-        // In the target dir, not /tmp: O_DIRECT needs a real file system, and /tmp may be tmpfs.
-        let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
-            .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
-            .arg(scratch.path())
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start firstbad-agent");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("firstbad-agent: listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("agent printed its listening line");
-        Agent {
-            child,
-            base: format!("http://{addr}"),
-            scratch,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn post(&self, workload: Value) -> reqwest::Response {
-        self.http
-            .post(format!("{}/v1/runs", self.base))
-            .bearer_auth(TOKEN)
-            .json(&json!({ "workload": workload }))
-            .send()
-            .await
-            .expect("POST /v1/runs")
-    }
-
-    async fn status(&self, id: &str) -> RunStatus {
-        self.http
-            .get(format!("{}/v1/runs/{id}", self.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("GET run")
-            .json()
-            .await
-            .expect("RunStatus")
-    }
-
-    /// Runs `workload` to the end and returns its result, with snapshot and vmstat checked.
-    async fn run(&self, workload: Value) -> WorkloadResult {
-        let resp = self.post(workload).await;
-        assert_eq!(resp.status(), StatusCode::ACCEPTED);
-        let started: RunStarted = resp.json().await.expect("RunStarted");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let status = loop {
-            let s = self.status(&started.id).await;
-            if s.state != RunState::Running {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "run still going after 120 s");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        assert_eq!(status.state, RunState::Done, "{:?}", status.error);
-        let r = status.result.expect("result");
-        let sys = r.system.as_ref().expect("every run has a system snapshot");
-        assert!(sys.sysctls.contains_key("vm.dirty_ratio"), "{sys:?}");
-        assert!(sys.mount.is_some() && sys.cpus > 0, "{sys:?}");
-        // A vmstat sample each whole second of the run.
-        assert_eq!(r.vmstat.len(), r.duration_s.floor() as usize, "{r:?}");
-        assert!(self.scratch_is_empty(), "run files left behind");
-        r
-    }
-
-    fn scratch_is_empty(&self) -> bool {
-        std::fs::read_dir(self.scratch.path())
-            .expect("scratch")
-            .next()
-            .is_none()
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A loop device over a file of `mib` MiB of random data; detached on drop.
 struct Loop {
@@ -309,7 +209,7 @@ async fn fio_job_maps_bandwidth_and_fsync_latency() {
     assert!(m["sync_lat_p99_ms"] <= m["sync_lat_max_ms"]);
 
     let refused = agent
-        .post(json!({ "kind": "fio", "job": "[w]\nfilename=/dev/vda\n" }))
+        .post_run(json!({ "kind": "fio", "job": "[w]\nfilename=/dev/vda\n" }))
         .await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
@@ -325,7 +225,7 @@ async fn command_takes_metrics_from_a_regex_and_needs_allow_command() {
         "metrics": { "from": "regex", "pattern": r"copied, (?P<dd_s>[0-9.e-]+) s," }
     });
     let locked = Agent::start(&[]);
-    let resp = locked.post(workload.clone()).await;
+    let resp = locked.post_run(workload.clone()).await;
     assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body: Value = resp.json().await.expect("error body");
     assert!(body["error"]
@@ -359,10 +259,10 @@ async fn a_cancelled_threads_run_cleans_up() {
         "kind": "threads", "threads": 8, "op": "write", "pattern": "random",
         "file_bytes": 256u64 << 20, "block_bytes": 512
     });
-    let resp = agent.post(long.clone()).await;
+    let resp = agent.post_run(long.clone()).await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     let started: RunStarted = resp.json().await.expect("RunStarted");
-    assert_eq!(agent.post(long).await.status(), StatusCode::CONFLICT);
+    assert_eq!(agent.post_run(long).await.status(), StatusCode::CONFLICT);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let status: RunStatus = agent
         .http
@@ -375,7 +275,7 @@ async fn a_cancelled_threads_run_cleans_up() {
         .await
         .expect("RunStatus");
     assert_eq!(status.state, RunState::Cancelled);
-    assert!(agent.scratch_is_empty());
+    assert!(agent.scratch_entries().is_empty());
 }
 
 /// Every workload file in workloads/ parses as a workload (unknown keys are refused).
