@@ -101,7 +101,11 @@ fn default_direction() -> String {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawClassify {
+    /// Refused with a pointer to what replaced it (baselines are now sequential).
     baseline_boots: Option<u32>,
+    mode: Option<String>,
+    relative: Option<f64>,
+    threshold: Option<f64>,
     min_boots: Option<u32>,
     max_boots: Option<u32>,
     min_effect: Option<f64>,
@@ -109,6 +113,8 @@ struct RawClassify {
     alpha: Option<f64>,
     beta: Option<f64>,
     confidence: Option<f64>,
+    drift_check_every: Option<u32>,
+    confirm_pairs: Option<u32>,
 }
 
 /// A validated hunt: everything `firstbad run` needs, with absolute paths.
@@ -251,16 +257,29 @@ pub struct WorkloadConfig {
     pub timeout_s: u64,
 }
 
-/// Parameters of the first classification rule (see [`crate::classify`]).
+/// What "bad" means for a commit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClassifyMode {
+    /// Like the bad endpoint rather than the good one: both endpoints are measured, interleaved,
+    /// until the regression is confirmed or refuted (the default).
+    Baselines,
+    /// Worse than the good endpoint by at least this share (0.2 = 20% slower): for hunts whose
+    /// bad endpoint is not worth measuring as a reference.
+    Relative(f64),
+    /// Worse than this absolute value of the metric (e.g. fsync p99 above 500 ms).
+    Absolute(f64),
+}
+
+/// Parameters of the statistics (see [`crate::sequential`] and [`crate::posterior`]).
 #[derive(Debug, Clone)]
 pub struct ClassifyConfig {
-    /// Boots of each endpoint, interleaved, before bisecting.
-    pub baseline_boots: u32,
-    /// Boots of a candidate before a verdict may be given.
+    /// What "bad" means.
+    pub mode: ClassifyMode,
+    /// Boots of a candidate before a verdict may be given, however clear the first ones are.
     pub min_boots: u32,
     /// Boots of a candidate after which it is called undecided (a skip).
     pub max_boots: u32,
-    /// Smallest relative difference between good and bad that counts (0.2 = 20%).
+    /// Smallest relative difference between good and bad that counts (0.05 = 5%).
     pub min_effect: f64,
     /// Failed boots of a candidate after which it is skipped.
     pub max_failed_boots: u32,
@@ -268,8 +287,14 @@ pub struct ClassifyConfig {
     pub alpha: f64,
     /// Sequential test: probability of calling a bad commit good (default 0.01).
     pub beta: f64,
-    /// Posterior search: stop when the top culprit reaches this probability (default 0.95).
+    /// The culprit is confirmed when its posterior probability reaches this (default 0.95).
     pub confidence: f64,
+    /// Re-measure the good endpoint after every this many verdicts, to catch a host that
+    /// drifts; 0 turns it off.
+    pub drift_check_every: u32,
+    /// Interleaved boots of the culprit and its parent, each, in the final re-test; 0 turns
+    /// it off.
+    pub confirm_pairs: u32,
 }
 
 /// Metric keys the `fsync-latency` workload reports.
@@ -494,23 +519,67 @@ impl HuntConfig {
         };
 
         let c = raw.classify;
+        if c.baseline_boots.is_some() {
+            return Err(v.field(
+                "classify.baseline_boots",
+                "is no longer used: the endpoints are now booted, interleaved, until the \
+                 regression is confirmed or refuted (8, 16, 32 or 64 boots each); remove it",
+            ));
+        }
+        let mode = match (c.mode.as_deref().unwrap_or("baselines"), c.relative, c.threshold) {
+            ("baselines", None, None) => ClassifyMode::Baselines,
+            ("relative", Some(r), None) if r > 0.0 && r < 10.0 => ClassifyMode::Relative(r),
+            ("relative", _, None) => {
+                return Err(v.field(
+                    "classify.relative",
+                    "mode \"relative\" needs relative = a share above 0 (0.2 means bad when 20% worse than good)",
+                ))
+            }
+            ("absolute", None, Some(t)) if t.is_finite() && t > 0.0 => ClassifyMode::Absolute(t),
+            ("absolute", None, _) => {
+                return Err(v.field(
+                    "classify.threshold",
+                    "mode \"absolute\" needs threshold = a positive value of the metric (e.g. 500.0 for fsync p99 in ms)",
+                ))
+            }
+            (m @ ("baselines" | "relative" | "absolute"), _, _) => {
+                let (field, fits) = if c.relative.is_some() && m != "relative" {
+                    ("classify.relative", "relative")
+                } else {
+                    ("classify.threshold", "absolute")
+                };
+                return Err(v.field(
+                    field,
+                    format!("belongs to mode = \"{fits}\", not mode = \"{m}\": remove it or change classify.mode"),
+                ));
+            }
+            (other, _, _) => {
+                return Err(v.field(
+                    "classify.mode",
+                    format!("{other:?} is not a mode: use \"baselines\", \"relative\" or \"absolute\""),
+                ))
+            }
+        };
         let classify = ClassifyConfig {
-            baseline_boots: c.baseline_boots.unwrap_or(3),
-            min_boots: c.min_boots.unwrap_or(2),
-            max_boots: c.max_boots.unwrap_or(5),
-            min_effect: c.min_effect.unwrap_or(0.2),
+            mode,
+            // One boot may decide when it is clear enough: the sequential test's error rates
+            // already account for how much one boot proves.
+            min_boots: c.min_boots.unwrap_or(1),
+            // At Δ/σ = 1 the sequential test needs ~10-15 boots on average; in `firstbad sim` a
+            // cap of 16 left 40% of hunts with undecided commits next to the culprit, 30 12%.
+            // A clear regression decides in one boot, so the cap only costs on noisy ones.
+            max_boots: c.max_boots.unwrap_or(30),
+            min_effect: c.min_effect.unwrap_or(0.05),
             max_failed_boots: c.max_failed_boots.unwrap_or(2),
             // Issue 4's defaults: 1% error each way per commit, 95% on the culprit.
             alpha: c.alpha.unwrap_or(0.01),
             beta: c.beta.unwrap_or(0.01),
             confidence: c.confidence.unwrap_or(0.95),
+            // `firstbad sim`: a host slowing 1σ per 100 boots defeats an unchecked hunt; one
+            // good boot every 4 verdicts costs ~10% more boots at Δ/σ = 1.
+            drift_check_every: c.drift_check_every.unwrap_or(4),
+            confirm_pairs: c.confirm_pairs.unwrap_or(3),
         };
-        if classify.baseline_boots < 2 {
-            return Err(v.field(
-                "classify.baseline_boots",
-                "must be at least 2: one boot per endpoint says nothing about boot-to-boot noise",
-            ));
-        }
         if classify.min_boots == 0 || classify.min_boots > classify.max_boots {
             return Err(v.field(
                 "classify.min_boots",
@@ -756,6 +825,43 @@ mod tests {
         std::fs::write(&p, format!("{text}\n[report]\nreportd_by = \"x\"\n")).unwrap();
         let e = HuntConfig::load(&p).unwrap_err().to_string();
         assert!(e.contains("reportd_by"), "{e}");
+    }
+
+    #[test]
+    fn classify_modes_are_checked_with_the_fix_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let with = |classify: &str| {
+            std::fs::write(&p, format!("{text}\n[classify]\n{classify}\n")).unwrap();
+            HuntConfig::load(&p)
+        };
+        let c = with("").unwrap().classify;
+        assert_eq!(c.mode, ClassifyMode::Baselines);
+        assert_eq!((c.alpha, c.beta, c.confidence), (0.01, 0.01, 0.95));
+        assert_eq!((c.drift_check_every, c.confirm_pairs), (4, 3));
+        let c = with("mode = \"relative\"\nrelative = 0.2")
+            .unwrap()
+            .classify;
+        assert_eq!(c.mode, ClassifyMode::Relative(0.2));
+        let c = with("mode = \"absolute\"\nthreshold = 500.0")
+            .unwrap()
+            .classify;
+        assert_eq!(c.mode, ClassifyMode::Absolute(500.0));
+        for (bad, field, hint) in [
+            ("mode = \"relative\"", "classify.relative", "0.2 means"),
+            ("mode = \"absolute\"", "classify.threshold", "500.0"),
+            (
+                "threshold = 5.0",
+                "classify.threshold",
+                "mode = \"absolute\"",
+            ),
+            ("mode = \"vote\"", "classify.mode", "\"relative\""),
+            ("baseline_boots = 3", "classify.baseline_boots", "remove it"),
+        ] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains(hint), "{bad}: {e}");
+        }
     }
 
     #[test]

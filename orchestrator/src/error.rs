@@ -44,7 +44,8 @@ pub mod exit_code {
     pub const BAD_INPUT: u8 = 2;
     /// Good and bad measured alike: the regression did not reproduce.
     pub const NOT_REPRODUCED: u8 = 3;
-    /// Only skipped commits are left: the culprit is one of a range.
+    /// Only skipped commits are left (the culprit is one of a range), or the final re-test
+    /// does not confirm the culprit.
     pub const AMBIGUOUS: u8 = 4;
     /// The hunt stopped on an infrastructure failure (a host, a baseline build); rerun resumes.
     pub const INFRASTRUCTURE: u8 = 5;

@@ -7,8 +7,7 @@
 //! verdicts are re-applied to a fresh bisection in the order they were given.
 
 use crate::build::{BuildError, Builder};
-use crate::classify::{check_baselines, BaselineCheck, Baselines, Decision};
-use crate::config::{HostKind, HuntConfig};
+use crate::config::{ClassifyMode, HostKind, HuntConfig};
 use crate::error::exit_code;
 use crate::history::{History, RangeOptions};
 use crate::hosts::qemu::{HostError, QemuHost};
@@ -16,7 +15,14 @@ use crate::journal::{
     BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, RangeInfo,
     Verdict,
 };
-use crate::search::{Bisection, Next};
+use crate::posterior::{commit_evidence, dag_confidence};
+use crate::search::{Bisection, Dag, Next};
+use crate::sequential::{
+    self, assess_baselines, oriented, AbsoluteTest, BaselineOutcome, Call, Model, SequentialConfig,
+    BASELINE_LOOKS,
+};
+use crate::stats::{mann_whitney_u, median};
+use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -65,6 +71,32 @@ pub struct BootRecord {
     pub outcome: BootOutcome,
 }
 
+/// Where the final re-test of a culprit against its parent began.
+#[derive(Debug, Clone)]
+pub struct ConfirmStart {
+    /// The culprit.
+    pub commit: String,
+    /// Its first parent.
+    pub parent: String,
+    /// Measured boots of the culprit before the re-test.
+    pub commit_before: usize,
+    /// Measured boots of the parent before the re-test.
+    pub parent_before: usize,
+}
+
+/// The final re-test's result, as journalled.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// The culprit.
+    pub commit: String,
+    /// Posterior probability of the culprit (absent without a model).
+    pub confidence: Option<f64>,
+    /// Whether the culprit is borne out.
+    pub confirmed: bool,
+    /// The figures.
+    pub summary: String,
+}
+
 /// Everything the journal says about a hunt.
 #[derive(Debug, Default, Clone)]
 pub struct HuntState {
@@ -76,6 +108,14 @@ pub struct HuntState {
     pub verdicts: Vec<(String, Verdict, String)>,
     /// The baseline summary, once confirmed.
     pub baselines: Option<String>,
+    /// Measured boots of each endpoint behind the confirmed model (the first this many).
+    pub baseline_boots: Option<usize>,
+    /// Drift checks of the good endpoint: verdicts given before it, drifted, figures.
+    pub drift_checks: Vec<(usize, bool, String)>,
+    /// The final re-test under way: culprit, parent, and their measured boots before it.
+    pub confirm: Option<ConfirmStart>,
+    /// The final re-test's result.
+    pub confirmation: Option<Confirmation>,
     /// How the hunt ended, if it did.
     pub end: Option<HuntEnd>,
     /// Number of candidates at the start.
@@ -114,7 +154,39 @@ impl HuntState {
                     });
                     s.in_flight = None;
                 }
-                Event::BaselinesConfirmed { summary } => s.baselines = Some(summary.clone()),
+                Event::BaselinesConfirmed { summary, boots } => {
+                    s.baselines = Some(summary.clone());
+                    s.baseline_boots = *boots;
+                }
+                Event::DriftCheck {
+                    after_verdicts,
+                    drifted,
+                    summary,
+                } => s
+                    .drift_checks
+                    .push((*after_verdicts, *drifted, summary.clone())),
+                Event::ConfirmStarted { commit, parent } => {
+                    s.confirm = Some(ConfirmStart {
+                        commit: commit.clone(),
+                        parent: parent.clone(),
+                        commit_before: s.values(commit).len(),
+                        parent_before: s.values(parent).len(),
+                    })
+                }
+                Event::Confirmation {
+                    commit,
+                    confidence,
+                    confirmed,
+                    summary,
+                    ..
+                } => {
+                    s.confirmation = Some(Confirmation {
+                        commit: commit.clone(),
+                        confidence: *confidence,
+                        confirmed: *confirmed,
+                        summary: summary.clone(),
+                    })
+                }
                 Event::Verdict {
                     commit,
                     verdict,
@@ -225,6 +297,8 @@ pub fn short(id: &str) -> &str {
 pub struct Outcome {
     /// How the hunt ended.
     pub end: HuntEnd,
+    /// The final re-test of a found culprit, and the confidence stated for it.
+    pub confirmation: Option<Confirmation>,
     /// The process exit code for it.
     pub exit_code: u8,
 }
@@ -322,8 +396,9 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
     if let Some(end) = &state.end {
         tracing::info!("this hunt has already ended; `firstbad report` shows it");
         return Ok(Outcome {
-            exit_code: end_code(end),
+            exit_code: end_code(end, state.confirmation.as_ref()),
             end: end.clone(),
+            confirmation: state.confirmation.clone(),
         });
     }
     if let Some(step) = &state.in_flight {
@@ -341,7 +416,7 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
         host,
     };
 
-    // Baselines: both endpoints, interleaved, good first.
+    // The endpoints must build: a hunt cannot start without both.
     for endpoint in [&good, &bad] {
         if let BuildOutcome::Failed { error_lines, log } =
             ctx.ensure_built(&mut state, endpoint).await?
@@ -358,42 +433,10 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
             )));
         }
     }
-    let n = cfg.classify.baseline_boots as usize;
-    loop {
-        let (g, b) = (state.values(&good).len(), state.values(&bad).len());
-        if g >= n && b >= n {
-            break;
-        }
-        let next = if g <= b { &good } else { &bad };
-        let failed = state.failures(next);
-        if failed.len() > cfg.classify.max_failed_boots as usize {
-            return Err(HuntError::Infrastructure(format!(
-                "the {} endpoint {} failed to boot or measure {} times; last: {}",
-                if next == &good { "good" } else { "bad" },
-                short(next),
-                failed.len(),
-                failed.last().map(String::as_str).unwrap_or("")
-            )));
-        }
-        ctx.measure_boot(&mut state, next).await?;
-    }
-    let baselines: Baselines = match check_baselines(
-        &state.values(&good),
-        &state.values(&bad),
-        cfg.workload.direction,
-        &cfg.classify,
-    ) {
-        BaselineCheck::Confirmed(b, summary) => {
-            if state.baselines.is_none() {
-                tracing::info!("{}: {summary}", cfg.workload.metric);
-                journal.append(&Event::BaselinesConfirmed {
-                    summary: summary.clone(),
-                })?;
-                state.baselines = Some(summary);
-            }
-            b
-        }
-        BaselineCheck::NotReproduced(message) => {
+    let seed = hunt_seed(&good, &bad);
+    let judge = match ctx.establish(&mut state, &good, &bad, seed).await? {
+        Ok(judge) => judge,
+        Err(message) => {
             let end = HuntEnd::NotReproduced {
                 message: format!("{}: {message}", cfg.workload.metric),
             };
@@ -401,12 +444,18 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
             return Ok(Outcome {
                 exit_code: exit_code::NOT_REPRODUCED,
                 end,
+                confirmation: None,
             });
         }
     };
 
     let mut bisection =
         Bisection::new(&dag, &bad, &goods).map_err(|e| HuntError::BadInput(e.to_string()))?;
+    // Every commit that could be the culprit at the start: the posterior's hypotheses.
+    let hypotheses: Vec<usize> = bisection
+        .candidates()
+        .filter_map(|id| dag.index_of(id))
+        .collect();
     for (commit, verdict, _) in &state.verdicts {
         bisection.mark(commit, *verdict).map_err(|e| {
             HuntError::BadInput(format!(
@@ -416,6 +465,7 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
         })?;
     }
     let end = loop {
+        ctx.drift_check(&mut state, &good, &judge).await?;
         match bisection.next() {
             Next::Found(commit) => break HuntEnd::Found { commit },
             Next::OnlySkippedLeft(commits) => break HuntEnd::OnlySkippedLeft { commits },
@@ -426,8 +476,7 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
                     bisection.remaining(),
                     bisection.steps_left()
                 );
-                let (verdict, reason) =
-                    ctx.classify_commit(&mut state, &baselines, &commit).await?;
+                let (verdict, reason) = ctx.classify_commit(&mut state, &judge, &commit).await?;
                 tracing::info!("{} is {}: {reason}", short(&commit), verdict.as_str());
                 journal.append(&Event::Verdict {
                     commit: commit.clone(),
@@ -441,11 +490,94 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
             }
         }
     };
+    if let HuntEnd::Found { commit } = &end {
+        let parent = first_parent(&history, commit)?;
+        ctx.confirm(
+            &mut state,
+            &judge,
+            commit,
+            parent.as_deref(),
+            seed,
+            &dag,
+            &hypotheses,
+        )
+        .await?;
+    }
     journal.append(&Event::Finished { end: end.clone() })?;
     Ok(Outcome {
-        exit_code: end_code(&end),
+        exit_code: end_code(&end, state.confirmation.as_ref()),
         end,
+        confirmation: state.confirmation.clone(),
     })
+}
+
+/// How commits are judged once the endpoints are measured.
+#[derive(Debug, Clone, Copy)]
+enum Judge {
+    /// Like good or like bad, on a model of both (baselines or relative mode).
+    Model(Model),
+    /// Past an absolute threshold or not.
+    Absolute(AbsoluteTest),
+}
+
+impl Judge {
+    fn classify(&self, values: &[f64], cfg: &SequentialConfig) -> (Call, f64) {
+        match self {
+            Judge::Model(m) => sequential::classify(m, values, cfg),
+            Judge::Absolute(a) => a.classify(values, cfg),
+        }
+    }
+
+    fn model(&self) -> Option<&Model> {
+        match self {
+            Judge::Model(m) => Some(m),
+            Judge::Absolute(_) => None,
+        }
+    }
+}
+
+/// The seed of a hunt's random choices (the order of endpoint boots): fixed by its endpoints,
+/// so that a resumed hunt makes the same choices.
+fn hunt_seed(good: &str, bad: &str) -> u64 {
+    let hex = |s: &str| u64::from_str_radix(&s[..16.min(s.len())], 16).unwrap_or(0);
+    hex(good) ^ hex(bad).rotate_left(17)
+}
+
+/// Whether boot `pair` of an interleaved pair sequence puts the first side first: a balanced
+/// random order, the same on every rerun.
+fn first_side_first(seed: u64, pair: usize) -> bool {
+    rand::rngs::StdRng::seed_from_u64(seed ^ (pair as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .gen::<bool>()
+}
+
+/// A centre on the oriented log scale back in the metric's unit.
+fn unoriented(x: f64, direction: crate::config::Direction) -> f64 {
+    match direction {
+        crate::config::Direction::LowerIsBetter => x.exp(),
+        crate::config::Direction::HigherIsBetter => (-x).exp(),
+    }
+}
+
+/// A commit's first parent, if it has one.
+fn first_parent(history: &History, commit: &str) -> Result<Option<String>, HuntError> {
+    let oid = git2::Oid::from_str(commit).map_err(|e| HuntError::Infrastructure(e.to_string()))?;
+    let c = history
+        .repo()
+        .find_commit(oid)
+        .map_err(|e| HuntError::Infrastructure(format!("reading {}: {e}", short(commit))))?;
+    Ok(c.parent_ids().next().map(|p| p.to_string()))
+}
+
+/// Which candidate hypotheses make a commit bad: itself and its ancestors in the range.
+fn bad_under(dag: &Dag, hypotheses: &[usize], tested: usize) -> Vec<bool> {
+    let mut seen = vec![false; dag.len()];
+    let mut stack = vec![tested];
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut seen[i], true) {
+            stack.extend(dag.nodes()[i].parents.iter().copied());
+        }
+    }
+    hypotheses.iter().map(|&h| seen[h]).collect()
 }
 
 /// The builder and the test host of a hunt, checked and ready.
@@ -509,8 +641,9 @@ fn tempfile_dir(state_dir: &Path) -> Result<PathBuf, HuntError> {
     Ok(dir)
 }
 
-fn end_code(end: &HuntEnd) -> u8 {
+fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
     match end {
+        HuntEnd::Found { .. } if confirmation.is_some_and(|c| !c.confirmed) => exit_code::AMBIGUOUS,
         HuntEnd::Found { .. } => exit_code::OK,
         HuntEnd::OnlySkippedLeft { .. } => exit_code::AMBIGUOUS,
         HuntEnd::NotReproduced { .. } => exit_code::NOT_REPRODUCED,
@@ -762,7 +895,7 @@ impl Ctx<'_> {
     async fn classify_commit(
         &mut self,
         state: &mut HuntState,
-        baselines: &Baselines,
+        judge: &Judge,
         commit: &str,
     ) -> Result<(Verdict, String), HuntError> {
         if let BuildOutcome::Failed { error_lines, .. } = self.ensure_built(state, commit).await? {
@@ -777,17 +910,43 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        self.judge_commit(state, judge, commit).await
+    }
+
+    /// Boots a built commit until the sequential test calls it, it reaches the boot cap
+    /// (undecided: a skip), or too many of its boots fail (a skip).
+    async fn judge_commit(
+        &mut self,
+        state: &mut HuntState,
+        judge: &Judge,
+        commit: &str,
+    ) -> Result<(Verdict, String), HuntError> {
+        let c = &self.cfg.classify;
+        let seq = SequentialConfig::from(c);
         loop {
-            match baselines.classify(&state.values(commit), &self.cfg.classify) {
-                Decision::Good(why) => return Ok((Verdict::Good, why)),
-                Decision::Bad(why) => return Ok((Verdict::Bad, why)),
-                Decision::Undecided(why) => {
-                    return Ok((Verdict::Skip, format!("undecided: {why}")))
+            let values = state.values(commit);
+            let (call, llr) = judge.classify(&values, &seq);
+            let k = values.len();
+            let figures = format!(
+                "{k} boot(s), median {:.3}, log-likelihood ratio {llr:+.2} (bad at {:+.2}, good at {:+.2})",
+                median(&values),
+                seq.upper(),
+                seq.lower()
+            );
+            match call {
+                Call::Bad if k >= c.min_boots as usize => {
+                    return Ok((Verdict::Bad, format!("like bad: {figures}")))
                 }
-                Decision::NeedMore => {}
+                Call::Good if k >= c.min_boots as usize => {
+                    return Ok((Verdict::Good, format!("like good: {figures}")))
+                }
+                Call::Undecided => {
+                    return Ok((Verdict::Skip, format!("undecided after {figures}")))
+                }
+                _ => {}
             }
             let failures = state.failures(commit);
-            if failures.len() >= self.cfg.classify.max_failed_boots as usize {
+            if failures.len() >= c.max_failed_boots as usize {
                 return Ok((
                     Verdict::Skip,
                     format!(
@@ -799,6 +958,335 @@ impl Ctx<'_> {
             }
             self.measure_boot(state, commit).await?;
         }
+    }
+
+    /// Stops the hunt when an endpoint keeps failing: a hunt cannot go on without it.
+    fn endpoint_ok(&self, state: &HuntState, commit: &str, which: &str) -> Result<(), HuntError> {
+        let failed = state.failures(commit);
+        // A few failures among many baseline boots are noise of the lab; a run of them is not.
+        let allowed = self.cfg.classify.max_failed_boots as usize + state.values(commit).len() / 8;
+        if failed.len() > allowed {
+            return Err(HuntError::Infrastructure(format!(
+                "the {which} endpoint {} failed to boot or measure {} times; last: {}",
+                short(commit),
+                failed.len(),
+                failed.last().map(String::as_str).unwrap_or("")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Measures the endpoints until the mode's judge is established, or the regression is
+    /// refuted (`Ok(Err(figures))`).
+    async fn establish(
+        &mut self,
+        state: &mut HuntState,
+        good: &str,
+        bad: &str,
+        seed: u64,
+    ) -> Result<Result<Judge, String>, HuntError> {
+        let c = &self.cfg.classify;
+        let seq = SequentialConfig::from(c);
+        let dir = self.cfg.workload.direction;
+        if state.baselines.is_some() {
+            // Resumed: the same boots give the same model.
+            let (g, b) = (state.values(good), state.values(bad));
+            let n = state.baseline_boots.unwrap_or(g.len().min(b.len()));
+            return Ok(Ok(match c.mode {
+                ClassifyMode::Baselines => {
+                    Judge::Model(Model::from_baselines(&g[..n], &b[..n], dir))
+                }
+                ClassifyMode::Relative(r) => Judge::Model(Model::relative(&g[..n], r, dir)),
+                ClassifyMode::Absolute(t) => Judge::Absolute(AbsoluteTest {
+                    threshold: t,
+                    direction: dir,
+                }),
+            }));
+        }
+        let (judge, n, summary) = match c.mode {
+            ClassifyMode::Baselines => loop {
+                let (g, b) = (state.values(good), state.values(bad));
+                match assess_baselines(&g, &b, dir, &seq) {
+                    BaselineOutcome::Confirmed(model, summary) => {
+                        let n = g
+                            .len()
+                            .min(b.len())
+                            .min(*BASELINE_LOOKS.last().expect("set"));
+                        break (Judge::Model(model), Some(n), summary);
+                    }
+                    BaselineOutcome::Refuted(message) => return Ok(Err(message)),
+                    BaselineOutcome::NeedMore => {}
+                }
+                // Interleaved in balanced pairs, each pair in a random order: a host that
+                // drifts while the baselines are taken hits both endpoints alike.
+                let (next, which) = match g.len().cmp(&b.len()) {
+                    std::cmp::Ordering::Less => (good, "good"),
+                    std::cmp::Ordering::Greater => (bad, "bad"),
+                    std::cmp::Ordering::Equal if first_side_first(seed, g.len()) => (good, "good"),
+                    std::cmp::Ordering::Equal => (bad, "bad"),
+                };
+                self.endpoint_ok(state, next, which)?;
+                self.measure_boot(state, next).await?;
+            },
+            ClassifyMode::Relative(r) => {
+                let n = BASELINE_LOOKS[0];
+                while state.values(good).len() < n {
+                    self.endpoint_ok(state, good, "good")?;
+                    self.measure_boot(state, good).await?;
+                }
+                let model = Model::relative(&state.values(good)[..n], r, dir);
+                let judge = Judge::Model(model);
+                match self.judge_commit(state, &judge, bad).await? {
+                    (Verdict::Bad, why) => (
+                        judge,
+                        Some(n),
+                        format!(
+                            "regression confirmed: the bad endpoint is at least {:.0}% worse than good                              ({n} good boots, median {:.3}, noise {:.1}% per boot); bad endpoint {why}",
+                            r * 100.0,
+                            median(&state.values(good)[..n]),
+                            model.sigma * 100.0
+                        ),
+                    ),
+                    (_, why) => {
+                        return Ok(Err(format!(
+                            "the bad endpoint is not {:.0}% worse than good ({n} good boots, median {:.3}): {why}",
+                            r * 100.0,
+                            median(&state.values(good)[..n])
+                        )))
+                    }
+                }
+            }
+            ClassifyMode::Absolute(t) => {
+                let judge = Judge::Absolute(AbsoluteTest {
+                    threshold: t,
+                    direction: dir,
+                });
+                let mut said = Vec::new();
+                for (endpoint, which, want) in
+                    [(good, "good", Verdict::Good), (bad, "bad", Verdict::Bad)]
+                {
+                    let (v, why) = self.judge_commit(state, &judge, endpoint).await?;
+                    if v != want {
+                        return Ok(Err(format!(
+                            "against the threshold {t}, the {which} endpoint is not {}: {why}",
+                            want.as_str()
+                        )));
+                    }
+                    said.push(format!("{which} endpoint {why}"));
+                }
+                (
+                    judge,
+                    None,
+                    format!("threshold {t} separates the endpoints: {}", said.join("; ")),
+                )
+            }
+        };
+        tracing::info!("{}: {summary}", self.cfg.workload.metric);
+        self.journal.append(&Event::BaselinesConfirmed {
+            summary: summary.clone(),
+            boots: n,
+        })?;
+        state.baselines = Some(summary);
+        state.baseline_boots = n;
+        Ok(Ok(judge))
+    }
+
+    /// After every `drift_check_every` verdicts, boots the good endpoint once more and tests
+    /// its recent re-measurements against the baselines ([`sequential::drift`]): if it has
+    /// moved, the host has drifted and every verdict since the last check is suspect, so the
+    /// hunt stops for a person.
+    async fn drift_check(
+        &mut self,
+        state: &mut HuntState,
+        good: &str,
+        judge: &Judge,
+    ) -> Result<(), HuntError> {
+        let every = self.cfg.classify.drift_check_every as usize;
+        let Some(model) = judge.model().copied() else {
+            return Ok(());
+        };
+        let v = state.verdicts.len();
+        if every == 0
+            || v == 0
+            || !v.is_multiple_of(every)
+            || state.drift_checks.iter().any(|(at, d, _)| *at == v && !d)
+        {
+            return Ok(());
+        }
+        self.endpoint_ok(state, good, "good")?;
+        self.measure_boot(state, good).await?;
+        let n = state.baseline_boots.unwrap_or(0);
+        let values = state.values(good);
+        let remeasured = &values[n.min(values.len())..];
+        let Some(d) = sequential::drift(&model, remeasured) else {
+            // The boot failed: the next check tries again.
+            return Ok(());
+        };
+        let recent = &remeasured[remeasured.len().saturating_sub(sequential::DRIFT_WINDOW)..];
+        let summary = format!(
+            "good endpoint re-measured after {v} verdicts, recent boots [{}]: {:.2} of the way \
+             from the good centre {:.3} to the bad centre {:.3}, z = {:+.1} (drift at |z| ≥ {} \
+             and ≥ {} of the way)",
+            recent
+                .iter()
+                .map(|x| format!("{x:.3}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            d.shift,
+            unoriented(model.good, model.direction),
+            unoriented(model.bad, model.direction),
+            d.z,
+            sequential::DRIFT_Z,
+            sequential::DRIFT_MIN_SHIFT
+        );
+        self.journal.append(&Event::DriftCheck {
+            after_verdicts: v,
+            drifted: d.drifted,
+            summary: summary.clone(),
+        })?;
+        state.drift_checks.push((v, d.drifted, summary.clone()));
+        if d.drifted {
+            return Err(HuntError::Infrastructure(format!(
+                "host {} drifted: {summary}. The verdicts given since the previous check are \
+                 suspect; check the host, then rerun to resume (the check is repeated first)",
+                self.host.name()
+            )));
+        }
+        tracing::info!("no drift: {summary}");
+        Ok(())
+    }
+
+    /// The final re-test: the culprit and its first parent booted in interleaved pairs, then
+    /// the confidence in the culprit from every boot of the hunt (the DAG posterior).
+    #[allow(clippy::too_many_arguments)]
+    async fn confirm(
+        &mut self,
+        state: &mut HuntState,
+        judge: &Judge,
+        commit: &str,
+        parent: Option<&str>,
+        seed: u64,
+        dag: &Dag,
+        hypotheses: &[usize],
+    ) -> Result<(), HuntError> {
+        if state
+            .confirmation
+            .as_ref()
+            .is_some_and(|c| c.commit == commit)
+        {
+            return Ok(());
+        }
+        let c = &self.cfg.classify;
+        let pairs = c.confirm_pairs as usize;
+        let mut retest = String::new();
+        let mut ordered = true;
+        let parent_built = match parent {
+            Some(p) => matches!(
+                self.ensure_built(state, p).await?,
+                BuildOutcome::Built { .. }
+            ),
+            None => false,
+        };
+        match parent {
+            Some(p) if pairs > 0 && parent_built => {
+                if state.confirm.as_ref().is_none_or(|s| s.commit != commit) {
+                    self.journal.append(&Event::ConfirmStarted {
+                        commit: commit.to_owned(),
+                        parent: p.to_owned(),
+                    })?;
+                    state.confirm = Some(ConfirmStart {
+                        commit: commit.to_owned(),
+                        parent: p.to_owned(),
+                        commit_before: state.values(commit).len(),
+                        parent_before: state.values(p).len(),
+                    });
+                }
+                let start = state.confirm.clone().expect("set above");
+                let failed_before = state.failures(commit).len() + state.failures(p).len();
+                let (cv, pv) = loop {
+                    let cv = state.values(commit)[start.commit_before..].to_vec();
+                    let pv = state.values(p)[start.parent_before..].to_vec();
+                    if cv.len() >= pairs && pv.len() >= pairs {
+                        break (cv, pv);
+                    }
+                    let failed = state.failures(commit).len() + state.failures(p).len();
+                    if failed - failed_before > c.max_failed_boots as usize {
+                        retest = format!(
+                            "re-test stopped after {} failed boots; ",
+                            failed - failed_before
+                        );
+                        break (cv, pv);
+                    }
+                    let next = match cv.len().cmp(&pv.len()) {
+                        std::cmp::Ordering::Less => commit,
+                        std::cmp::Ordering::Greater => p,
+                        std::cmp::Ordering::Equal if first_side_first(seed ^ 1, cv.len()) => p,
+                        std::cmp::Ordering::Equal => commit,
+                    };
+                    self.measure_boot(state, next).await?;
+                };
+                let dir = self.cfg.workload.direction;
+                let (co, po): (Vec<f64>, Vec<f64>) = (
+                    cv.iter().map(|&x| oriented(x, dir)).collect(),
+                    pv.iter().map(|&x| oriented(x, dir)).collect(),
+                );
+                ordered = !cv.is_empty() && !pv.is_empty() && median(&co) > median(&po);
+                retest += &format!(
+                    "re-test of {} against its parent {} in {} interleaved pairs: parent median {:.3},                      culprit median {:.3} ({:+.1}%), Mann-Whitney p = {:.3}",
+                    short(commit),
+                    short(p),
+                    cv.len().min(pv.len()),
+                    median(&pv),
+                    median(&cv),
+                    ((median(&co) - median(&po)).exp() - 1.0) * 100.0,
+                    mann_whitney_u(&co, &po).p_value
+                );
+            }
+            Some(p) if !parent_built => {
+                retest = format!("the parent {} does not build: no paired re-test", short(p))
+            }
+            _ => retest = "no paired re-test".to_owned(),
+        }
+        let confidence = judge.model().and_then(|m| {
+            let claimed = dag.index_of(commit)?;
+            let claimed = hypotheses.iter().position(|&h| h == claimed)?;
+            let (mut under, mut evidence) = (Vec::new(), Vec::new());
+            for &t in hypotheses {
+                if let Some(e) = commit_evidence(m, &state.values(&dag.nodes()[t].id)) {
+                    under.push(bad_under(dag, hypotheses, t));
+                    evidence.push(e);
+                }
+            }
+            Some(dag_confidence(&under, &evidence, claimed))
+        });
+        let confirmed = ordered && confidence.is_none_or(|p| p >= c.confidence);
+        let summary = match confidence {
+            Some(p) => format!(
+                "{retest}; posterior probability of the culprit {:.1}% (target {:.0}%)",
+                p * 100.0,
+                c.confidence * 100.0
+            ),
+            None => retest,
+        };
+        if confirmed {
+            tracing::info!("culprit confirmed: {summary}");
+        } else {
+            tracing::warn!("culprit NOT confirmed: {summary}");
+        }
+        self.journal.append(&Event::Confirmation {
+            commit: commit.to_owned(),
+            parent: parent.unwrap_or_default().to_owned(),
+            confidence,
+            confirmed,
+            summary: summary.clone(),
+        })?;
+        state.confirmation = Some(Confirmation {
+            commit: commit.to_owned(),
+            confidence,
+            confirmed,
+            summary,
+        });
+        Ok(())
     }
 }
 

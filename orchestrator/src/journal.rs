@@ -192,6 +192,40 @@ pub enum Event {
     BaselinesConfirmed {
         /// For a person.
         summary: String,
+        /// Measured boots of each endpoint the model was estimated from (the first this many
+        /// of each, in journal order); absent in journals of the first classifier.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        boots: Option<usize>,
+    },
+    /// The good endpoint was booted again to check that the host has not drifted.
+    DriftCheck {
+        /// Verdicts given when the check was made (checks fall after every N verdicts).
+        after_verdicts: usize,
+        /// Whether the good endpoint no longer measured like good.
+        drifted: bool,
+        /// The figures, for a person.
+        summary: String,
+    },
+    /// The final re-test of a culprit against its parent began (interleaved boots of both).
+    ConfirmStarted {
+        /// The culprit git bisect's rule named.
+        commit: String,
+        /// Its first parent.
+        parent: String,
+    },
+    /// The final re-test's result and the confidence stated for the culprit.
+    Confirmation {
+        /// The culprit.
+        commit: String,
+        /// Its first parent.
+        parent: String,
+        /// Posterior probability that the culprit is this commit, from every boot of the hunt;
+        /// absent where the mode has no model (absolute thresholds).
+        confidence: Option<f64>,
+        /// Whether the re-test and the posterior bear the culprit out.
+        confirmed: bool,
+        /// The figures, for a person.
+        summary: String,
     },
     /// A commit was classified.
     Verdict {
@@ -346,7 +380,9 @@ impl Journal {
             | Event::BuildFinished { commit, .. }
             | Event::BootStarted { commit, .. }
             | Event::BootFinished { commit, .. }
-            | Event::Verdict { commit, .. } => Some(commit.clone()),
+            | Event::Verdict { commit, .. }
+            | Event::ConfirmStarted { commit, .. }
+            | Event::Confirmation { commit, .. } => Some(commit.clone()),
             _ => None,
         };
         let now = std::time::SystemTime::now()

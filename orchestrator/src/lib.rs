@@ -6,7 +6,6 @@
 
 pub mod agent_client;
 pub mod build;
-pub mod classify;
 pub mod config;
 pub mod error;
 pub mod history;

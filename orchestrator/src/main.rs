@@ -18,7 +18,7 @@ use std::process::ExitCode;
 /// journal first: rerun the same command after any interruption and it resumes.
 ///
 /// Exit codes: 0 found (or success), 1 error, 2 bad input (hunt file, revisions),
-/// 3 regression not reproduced, 4 only skipped commits left (a range is reported),
+/// 3 regression not reproduced, 4 ambiguous (only skipped commits left, or the culprit not confirmed),
 /// 5 infrastructure failure (a host, an endpoint that does not build or boot).
 #[derive(Parser)]
 #[command(name = "firstbad", version, about, long_about)]
@@ -165,6 +165,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                             let subject =
                                 commits.info(commit).map(|c| c.subject).unwrap_or_default();
                             println!("first bad commit: {} {subject}", short(commit));
+                            if let Some(c) = &outcome.confirmation {
+                                println!(
+                                    "{}: {}",
+                                    if c.confirmed {
+                                        "confirmed"
+                                    } else {
+                                        "NOT confirmed"
+                                    },
+                                    c.summary
+                                );
+                            }
                         }
                         HuntEnd::OnlySkippedLeft { commits: c } => {
                             println!("only skipped commits left; the first bad commit is one of:");
@@ -322,6 +333,7 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         metric: &cfg.workload.metric,
         direction: cfg.workload.direction,
         settings: &cfg.report,
+        classify: &cfg.classify,
     };
     let text = match format {
         None => report::bisect_log(&id, &state, &commits),

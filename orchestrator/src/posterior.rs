@@ -268,6 +268,62 @@ impl Posterior {
     }
 }
 
+/// A tested commit's evidence at the levels good, half-way and bad (see [`NONE_LEVELS`]),
+/// relative to good: the log-likelihood of the mean of its admitted boots, with the
+/// uncertainty of the baseline centres (so that many boots of one commit cannot prove more
+/// than the baselines allow). `None` when no boot was admitted.
+pub fn commit_evidence(model: &Model, values: &[f64]) -> Option<[f64; 3]> {
+    let kept: Vec<f64> = values.iter().filter_map(|&v| model.admit(v)).collect();
+    if kept.is_empty() {
+        return None;
+    }
+    let mean = kept.iter().sum::<f64>() / kept.len() as f64;
+    Some(model.mean_loglik(mean, kept.len(), NONE_LEVELS))
+}
+
+/// The posterior probability that the culprit of a DAG range is `claimed`, or a commit the
+/// tests cannot tell apart from it, from every tested commit's evidence.
+///
+/// Pure. Hypothesis `h` (one per candidate, flat prior) says `h` and its descendants are bad and
+/// everything else good; `bad_under[t][h]` says whether tested commit `t` is bad under `h` (it
+/// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. NONE ("no
+/// single culprit", prior [`NONE_PRIOR`]) puts each tested commit at its own level. Hypotheses
+/// with the same pattern over the tested commits are one class: with path-limited ranges the
+/// commits that do not touch the paths sit in the class of the first one below them that does,
+/// which is what `git bisect start -- <paths>` reports as well.
+pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[[f64; 3]], claimed: usize) -> f64 {
+    let n = bad_under.first().map_or(0, Vec::len);
+    assert!(claimed < n, "the claimed culprit is a hypothesis");
+    assert_eq!(
+        bad_under.len(),
+        evidence.len(),
+        "one evidence per tested commit"
+    );
+    let prior = ((1.0 - NONE_PRIOR) / n as f64).ln();
+    let log_h: Vec<f64> = (0..n)
+        .map(|h| {
+            prior
+                + bad_under
+                    .iter()
+                    .zip(evidence)
+                    .map(|(b, e)| if b[h] { e[2] } else { e[0] })
+                    .sum::<f64>()
+        })
+        .collect();
+    let ln_levels = (NONE_LEVELS.len() as f64).ln();
+    let log_none = NONE_PRIOR.ln()
+        + evidence
+            .iter()
+            .map(|e| logsumexp(e.iter().copied()) - ln_levels)
+            .sum::<f64>();
+    let z = logsumexp(log_h.iter().copied().chain(std::iter::once(log_none)));
+    let same = |h: usize| bad_under.iter().all(|b| b[h] == b[claimed]);
+    (0..n)
+        .filter(|&h| same(h))
+        .map(|h| (log_h[h] - z).exp())
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,5 +406,36 @@ mod tests {
             bad_mass(&b),
             bad_mass(&a)
         );
+    }
+
+    /// A line a - b - c - d (d is the bad endpoint), hypotheses in that order.
+    fn line_bad_under(tested: &[usize]) -> Vec<Vec<bool>> {
+        tested
+            .iter()
+            .map(|&t| (0..4).map(|h| h <= t).collect())
+            .collect()
+    }
+
+    #[test]
+    fn dag_confidence_follows_the_evidence_and_merges_indistinguishable_commits() {
+        let m = model();
+        let good = commit_evidence(&m, &[35.0, 35.5]).unwrap();
+        let bad = commit_evidence(&m, &[45.0, 44.5]).unwrap();
+        // b tested good, c tested bad: c is the culprit, and clearly so at Δ/σ ≈ 5.
+        let p = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], 2);
+        assert!(p > 0.99, "{p}");
+        // Only c tested (bad): a, b and c cannot be told apart; the class holds them all.
+        let p_class = dag_confidence(&line_bad_under(&[2]), &[bad], 2);
+        assert!(p_class > 0.99, "{p_class}");
+        // Claiming b when b looked good is not supported.
+        let p_b = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], 1);
+        assert!(p_b < 0.01, "{p_b}");
+        // Half-way commits: no single culprit takes the mass.
+        let mid = (35.0f64 * 45.0).sqrt();
+        let half = commit_evidence(&m, &[mid; 10]).unwrap();
+        let p_half = dag_confidence(&line_bad_under(&[0, 1, 2]), &[half, half, half], 2);
+        assert!(p_half < 0.5, "{p_half}");
+        // A boot far beyond both centres is not evidence at all.
+        assert!(commit_evidence(&m, &[400.0]).is_none());
     }
 }

@@ -328,6 +328,49 @@ pub fn classify(model: &Model, values: &[f64], cfg: &SequentialConfig) -> (Call,
     (decide(llr, values.len(), cfg), llr)
 }
 
+/// Re-measurements of the good endpoint looked at together by the drift check: the last 4, so
+/// that a slow drift is seen within a few checks and an old re-measurement does not mask it.
+pub const DRIFT_WINDOW: usize = 4;
+
+/// z-score past which the good endpoint has moved (two-sided p ≈ 0.001 per check: over the
+/// handful of checks of a hunt, a false alarm about once in a few hundred hunts).
+pub const DRIFT_Z: f64 = 3.29;
+
+/// Smallest move of the good endpoint that counts as drift, as a share of the effect: below a
+/// quarter of the way to bad no verdict is at risk.
+pub const DRIFT_MIN_SHIFT: f64 = 0.25;
+
+/// What the drift check saw.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    /// Where the recent good boots sit: 0 = the baselines' good centre, 1 = the bad centre.
+    pub shift: f64,
+    /// The move in standard errors (boot noise and the baselines' own uncertainty).
+    pub z: f64,
+    /// Whether it is drift: |z| ≥ [`DRIFT_Z`] and |shift| ≥ [`DRIFT_MIN_SHIFT`].
+    pub drifted: bool,
+}
+
+/// Checks the good endpoint's re-measurements (raw values, oldest first, baselines excluded)
+/// against the model: the mean of the last [`DRIFT_WINDOW`] admitted ones, as a z-test.
+pub fn drift(model: &Model, remeasured: &[f64]) -> Option<Drift> {
+    let kept: Vec<f64> = remeasured.iter().filter_map(|&v| model.admit(v)).collect();
+    let recent = &kept[kept.len().saturating_sub(DRIFT_WINDOW)..];
+    if recent.is_empty() {
+        return None;
+    }
+    let k = recent.len() as f64;
+    let mean = recent.iter().sum::<f64>() / k;
+    let se = model.sigma * (1.0 / k + 1.0 / model.n_baseline.max(1.0)).sqrt();
+    let z = (mean - model.good) / se;
+    let shift = (mean - model.good) / (model.bad - model.good);
+    Some(Drift {
+        shift,
+        z,
+        drifted: z.abs() >= DRIFT_Z && shift.abs() >= DRIFT_MIN_SHIFT,
+    })
+}
+
 /// Absolute mode: "bad when the metric is worse than `threshold`" (e.g. fsync p99 > 500 ms).
 ///
 /// Each boot is past the threshold or not. A good commit is taken to cross it in at most
@@ -489,5 +532,35 @@ mod tests {
         for pair in o.chunks(2) {
             assert_ne!(pair[0], pair[1]);
         }
+    }
+
+    #[test]
+    fn drift_is_a_move_of_the_good_endpoint_that_is_both_significant_and_large() {
+        // Good at 35, bad at 45 (+29%), 5% noise per boot: Δ/σ ≈ 5.
+        let m = Model {
+            good: 35f64.ln(),
+            bad: 45f64.ln(),
+            sigma: 0.05,
+            direction: L,
+            n_baseline: 8.0,
+        };
+        assert!(drift(&m, &[]).is_none());
+        // Still at 35: no drift.
+        let d = drift(&m, &[35.3, 34.8]).unwrap();
+        assert!(!d.drifted && d.shift.abs() < 0.1, "{d:?}");
+        // One boot half-way to bad (39.7) is not enough alone (z ≈ 2.4); three are (z ≈ 3.7).
+        let half = (35.0f64 * 45.0).sqrt();
+        let one = drift(&m, &[half]).unwrap();
+        assert!(!one.drifted && (one.shift - 0.5).abs() < 0.01, "{one:?}");
+        let three = drift(&m, &[half, half, half]).unwrap();
+        assert!(three.drifted, "{three:?}");
+        // Only the last DRIFT_WINDOW re-measurements count: an old drifted stretch that came
+        // back is not drift now.
+        let back = drift(&m, &[half, half, half, 35.0, 35.1, 34.9, 35.0]).unwrap();
+        assert!(!back.drifted, "{back:?}");
+        // A tiny but very precise move is not drift: below a quarter of the effect.
+        let tight = Model { sigma: 0.002, ..m };
+        let small = drift(&tight, &[35.5, 35.5, 35.5, 35.5]).unwrap();
+        assert!(small.z > DRIFT_Z && !small.drifted, "{small:?}");
     }
 }

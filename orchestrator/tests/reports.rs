@@ -216,6 +216,7 @@ fn fixture() -> Fixture {
     }
     j.append(&Event::BaselinesConfirmed {
         summary: "good median 5.0 ms, bad median 55.0 ms (x11.0), fully separated".into(),
+        boots: Some(3),
     })
     .unwrap();
     let index = |c: &str| ids.iter().position(|i| i == c).unwrap();
@@ -291,6 +292,16 @@ fn fixture() -> Fixture {
         },
         "the fixture's bisection"
     );
+    j.append(&Event::Confirmation {
+        commit: ids[CULPRIT].clone(),
+        parent: ids[CULPRIT - 1].clone(),
+        confidence: Some(0.991),
+        confirmed: true,
+        summary: "re-test against its parent in 3 interleaved pairs: parent median 5.0, culprit \
+                  median 55.0 (+1000.0%); posterior probability of the culprit 99.1% (target 95%)"
+            .into(),
+    })
+    .unwrap();
     j.append(&Event::Finished { end }).unwrap();
     Fixture {
         _dir: dir,
@@ -311,6 +322,7 @@ fn build_report(f: &Fixture) -> (Report, GitCommits, HuntIdentity, HuntState) {
         metric: &f.cfg.workload.metric,
         direction: f.cfg.workload.direction,
         settings: &f.cfg.report,
+        classify: &f.cfg.classify,
     };
     let r = Report::build(&ctx, &id, &state, &commits);
     (r, commits, id, state)
@@ -383,7 +395,9 @@ fn json_follows_the_documented_schema() {
     let f = fixture();
     let (r, _, _, _) = build_report(&f);
     let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
-    assert_eq!(v["schema"], "firstbad-report/1");
+    assert_eq!(v["schema"], "firstbad-report/2");
+    assert_eq!(v["confidence"]["probability"], 0.991);
+    assert_eq!(v["confidence"]["confirmed"], true);
     assert_eq!(v["status"], "found");
     assert_eq!(v["first_bad"]["id"], f.ids[CULPRIT].as_str());
     assert_eq!(v["first_bad"]["subject"], SUBJECTS[CULPRIT]);
@@ -471,10 +485,10 @@ fn status_of_a_finished_hunt_and_of_one_in_flight() {
     assert!(s.contains("now: boot "), "{s}");
     assert!(s.contains("host qemu0: running boot"), "{s}");
     assert!(
-        s.contains("baselines: good 3/3 boots, bad 3/3 boots"),
+        s.contains("baselines: good 3 boots, bad 3 boots (next look at 8 each)"),
         "{s}"
     );
-    assert!(s.contains("expected 2..5 boots"), "{s}");
+    assert!(s.contains("expected 1..30 boots"), "{s}");
     assert!(s.contains("remaining range: "), "{s}");
     assert!(s.contains("estimated time left: ~"), "{s}");
 }
@@ -645,6 +659,7 @@ fn a_hunt_in_progress_reports_without_a_culprit() {
         metric: &f.cfg.workload.metric,
         direction: f.cfg.workload.direction,
         settings: &f.cfg.report,
+        classify: &f.cfg.classify,
     };
     let r = Report::build(&ctx, &id, &state, &commits);
     assert_eq!(r.status, "in-progress");

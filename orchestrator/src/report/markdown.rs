@@ -1,9 +1,9 @@
 //! The Markdown report for a person, and a `git bisect log` that `git bisect replay` accepts.
 
 use super::Commits;
-use crate::classify::median;
 use crate::hunt::{short, HuntState};
 use crate::journal::{BootOutcome, BuildOutcome, HuntEnd, HuntIdentity, Verdict};
+use crate::stats::median;
 use std::fmt::Write;
 
 pub(crate) fn subject(commits: &dyn Commits, id: &str) -> String {

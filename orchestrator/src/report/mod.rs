@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Version tag of the JSON report; bumped when a field changes meaning or goes away.
-pub const SCHEMA: &str = "firstbad-report/1";
+pub const SCHEMA: &str = "firstbad-report/2";
 
 /// Commit metadata lookup; unknown commits get their id as subject.
 pub trait Commits {
@@ -142,6 +142,8 @@ pub struct Context<'a> {
     pub direction: Direction,
     /// Web link and trailers.
     pub settings: &'a ReportConfig,
+    /// The statistics' settings (error rates and the confidence target, for the reasons).
+    pub classify: &'a crate::config::ClassifyConfig,
 }
 
 /// A report's data: what every format shows. Serialised, it is the JSON report.
@@ -224,8 +226,12 @@ pub struct Confidence {
     /// Share of (good boot, bad boot) pairs in which the bad boot is worse (1.0: the
     /// endpoints separate completely).
     pub baseline_separation: Option<f64>,
-    /// Verdicts whose measured boots all looked the same way, of all good/bad verdicts.
-    pub unanimous_verdicts: usize,
+    /// Posterior probability that the named commit is the culprit, from every boot of the
+    /// hunt (null when not found, or in absolute-threshold mode, which has no model).
+    pub probability: Option<f64>,
+    /// Whether the final re-test of the culprit against its parent bore it out (null when it
+    /// was not run).
+    pub confirmed: Option<bool>,
     /// Good and bad verdicts given.
     pub decided_verdicts: usize,
     /// Skipped commits.
@@ -580,38 +586,12 @@ fn confidence(
         let pairs = gv.iter().flat_map(|g| bv.iter().map(move |b| (*g, *b)));
         pairs.filter(|(g, b)| worse(*b, *g)).count() as f64 / (gv.len() * bv.len()) as f64
     });
-    // A boot agrees with a verdict when the classifier's score puts it clearly on that side:
-    // 0 at the good median, 1 at the bad median, on a log scale (see crate::classify).
-    let score = |v: f64| {
-        let (g, b) = (
-            crate::classify::median(&gv).max(1e-9).ln(),
-            crate::classify::median(&bv).max(1e-9).ln(),
-        );
-        (v.max(1e-9).ln() - g) / (b - g)
-    };
-    let agrees = |c: &str, bad: bool| {
-        let v = state.values(c);
-        !v.is_empty()
-            && v.iter().all(|&x| {
-                if bad {
-                    score(x) >= crate::classify::BAD_ABOVE
-                } else {
-                    score(x) <= crate::classify::GOOD_BELOW
-                }
-            })
-    };
     let mut decided = 0;
-    let mut unanimous = 0;
     let mut skipped = 0;
-    for (c, v, _) in &state.verdicts {
+    for (_, v, _) in &state.verdicts {
         match v {
             Verdict::Skip => skipped += 1,
-            Verdict::Good | Verdict::Bad => {
-                decided += 1;
-                if agrees(c, *v == Verdict::Bad) {
-                    unanimous += 1;
-                }
-            }
+            Verdict::Good | Verdict::Bad => decided += 1,
         }
     }
     let mut reasons = Vec::new();
@@ -619,24 +599,39 @@ fn confidence(
         Some(s) if s >= 1.0 => reasons
             .push("every bad-endpoint boot is worse than every good-endpoint boot".to_owned()),
         Some(s) => reasons.push(format!(
-            "the endpoints overlap: only {:.0}% of (good, bad) boot pairs are ordered",
+            "the endpoints overlap: {:.0}% of (good, bad) boot pairs are ordered",
             s * 100.0
         )),
         None => reasons.push("the endpoints are not measured yet".to_owned()),
     }
     reasons.push(format!(
-        "{unanimous} of {decided} verdicts had every boot clearly on their side"
+        "{decided} verdicts from a sequential test with error rates of {:.0}% each way",
+        ctx.classify.alpha * 100.0
     ));
     if skipped > 0 {
         reasons.push(format!("{skipped} commit(s) skipped"));
     }
     let found = matches!(state.end, Some(HuntEnd::Found { .. }));
-    let level = if !found || separation.unwrap_or(0.0) < 0.9 {
-        "low"
-    } else if separation == Some(1.0) && unanimous == decided {
-        "high"
-    } else {
-        "medium"
+    let confirmation = state.confirmation.as_ref().filter(|_| found);
+    if let Some(c) = confirmation {
+        reasons.push(c.summary.clone());
+    }
+    for (_, drifted, summary) in &state.drift_checks {
+        if *drifted {
+            reasons.push(format!("host drift: {summary}"));
+        }
+    }
+    let probability = confirmation.and_then(|c| c.confidence);
+    let level = match confirmation {
+        _ if !found => "low",
+        Some(c) if !c.confirmed => "low",
+        Some(_) if probability.is_some_and(|p| p >= ctx.classify.confidence) => "high",
+        // Absolute mode: no posterior; the re-test and complete separation must carry it.
+        Some(_) if probability.is_none() && separation == Some(1.0) => "high",
+        Some(_) => "medium",
+        // A journal from before the final re-test existed.
+        None if separation.unwrap_or(0.0) >= 0.9 => "medium",
+        None => "low",
     };
     if !found {
         reasons.push("no single first bad commit (yet)".to_owned());
@@ -644,7 +639,8 @@ fn confidence(
     Confidence {
         level,
         baseline_separation: separation,
-        unanimous_verdicts: unanimous,
+        probability,
+        confirmed: confirmation.map(|c| c.confirmed),
         decided_verdicts: decided,
         skipped,
         reasons,

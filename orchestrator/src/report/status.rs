@@ -60,8 +60,8 @@ pub fn timings(entries: &[Entry], id: &HuntIdentity) -> Timings {
         }
     }
     Timings {
-        build_s: (!builds.is_empty()).then(|| crate::classify::median(&builds)),
-        boot_s: (!boots.is_empty()).then(|| crate::classify::median(&boots)),
+        build_s: (!builds.is_empty()).then(|| crate::stats::median(&builds)),
+        boot_s: (!boots.is_empty()).then(|| crate::stats::median(&boots)),
         boots_per_commit: mean(&decided),
     }
 }
@@ -171,12 +171,16 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
         let _ = writeln!(o, "host {}: {busy}", h.name);
     }
     // Boots done and expected, for the endpoints and for the candidate under test.
-    let n = cfg.classify.baseline_boots;
+    // The baselines are looked at after 8, 16, 32 and 64 boots of each endpoint.
+    let (g, b) = (state.values(&id.good).len(), state.values(&id.bad).len());
+    let n = crate::sequential::BASELINE_LOOKS
+        .iter()
+        .copied()
+        .find(|&l| l > g.min(b))
+        .unwrap_or(g.min(b));
     let _ = writeln!(
         o,
-        "baselines: good {}/{n} boots, bad {}/{n} boots; {}",
-        state.values(&id.good).len(),
-        state.values(&id.bad).len(),
+        "baselines: good {g} boots, bad {b} boots (next look at {n} each); {}",
         state.baselines.as_deref().unwrap_or("not yet confirmed")
     );
     let candidate = last_start.as_ref().map(|(c, _, _)| c.clone()).filter(|c| {
@@ -207,8 +211,7 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
             Some((left, steps)) => {
                 let _ = writeln!(o, "remaining range: {left} candidate(s), ~{steps} step(s)");
                 let baseline_left = if state.baselines.is_none() {
-                    let done = state.values(&id.good).len() + state.values(&id.bad).len();
-                    (2 * n as usize).saturating_sub(done)
+                    (2 * n).saturating_sub(g + b)
                 } else {
                     0
                 };
