@@ -92,6 +92,60 @@ impl Limits {
     }
 }
 
+/// Checks that `device` can serve as a scratch device: it exists, is a block device, and
+/// nothing holds it (not mounted, not part of an md array or a device-mapper target, not swap).
+///
+/// The last check is the kernel's own: `open(O_EXCL)` on a block device fails with EBUSY while
+/// anything else has claimed it. The error says what to do.
+pub fn check_scratch_device(device: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let meta = std::fs::metadata(device).map_err(|e| format!("cannot stat: {e}"))?;
+    if !meta.file_type().is_block_device() {
+        return Err(
+            "not a block device (give a disk such as /dev/vdb, or a loop device made with              `losetup -f --show FILE`)"
+                .to_owned(),
+        );
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(device)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+            let mounted = mount_points_of(meta.rdev());
+            Err(if mounted.is_empty() {
+                "is in use (held by md, device-mapper, swap or another exclusive user); \
+                 its contents would be destroyed: give an unused device"
+                    .to_owned()
+            } else {
+                format!(
+                    "is mounted on {}; its contents would be destroyed: unmount it or give \
+                     another device",
+                    mounted.join(", ")
+                )
+            })
+        }
+        Err(e) => Err(format!("cannot open: {e}")),
+    }
+}
+
+/// Where the block device with number `rdev` is mounted, from `/proc/self/mounts`.
+fn mount_points_of(rdev: u64) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let source = fields.next()?;
+            let target = fields.next()?;
+            let meta = std::fs::metadata(source).ok()?;
+            (meta.rdev() == rdev).then(|| target.replace("\\040", " "))
+        })
+        .collect()
+}
+
 /// Checks a workload's parameters against `limits`; the error names the parameter and the
 /// allowed range.
 pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
@@ -99,7 +153,7 @@ pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
         Workload::FsyncLatency(p) => fsync_latency::validate(p),
         Workload::Sequential(p) => sequential::validate(p, limits),
         Workload::Threads(p) => threads::validate(p),
-        Workload::Fio(p) => fio::validate(p),
+        Workload::Fio(p) => fio::validate(p, limits),
         Workload::Command(p) => command::validate(p, limits),
     }
 }
