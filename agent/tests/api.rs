@@ -408,3 +408,34 @@ async fn other_bad_requests_get_a_4xx_that_says_why() {
     }
     assert!(agent.scratch_entries().is_empty());
 }
+
+/// A scratch device that was mounted after the agent started, or that is smaller than the run,
+/// is refused when the run is requested (422), before anything is read or written.
+#[tokio::test]
+async fn a_scratch_device_mounted_later_or_too_small_is_refused_per_run() {
+    let lo = Loop::sparse(16);
+    let agent = Agent::start(&["--scratch-device", &lo.dev]);
+    let read = |bytes: u64| {
+        json!({ "kind": "sequential", "op": "read", "device": lo.dev, "block_bytes": 4096,
+                "bytes": bytes, "drop_caches": false })
+    };
+    let too_big = agent.post_run(read(32 << 20)).await;
+    assert_eq!(too_big.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let why = api_error(too_big).await;
+    assert!(why.contains("has 16777216 bytes"), "{why}");
+
+    common::sh(&format!("mkfs.ext4 -q -F {}", lo.dev));
+    let mnt = tempfile::tempdir().expect("mount point");
+    common::sh(&format!("mount {} {}", lo.dev, mnt.path().display()));
+    let mounted = agent.post_run(read(1 << 20)).await;
+    let status = mounted.status();
+    let why = api_error(mounted).await;
+    common::sh(&format!("umount {}", mnt.path().display()));
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{why}");
+    assert!(why.contains("is mounted on"), "{why}");
+    // Unmounted again, the device serves runs again.
+    let r = agent
+        .run(json!({ "kind": "fio", "job": "[r]\nrw=read\nbs=1m\n", "device": lo.dev }))
+        .await;
+    assert_eq!(r.metrics["read_bytes"], (16u64 << 20) as f64);
+}

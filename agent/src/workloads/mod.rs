@@ -158,6 +158,39 @@ pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
     }
 }
 
+/// Checks, as a run is requested, that the scratch devices it uses are still free (nothing
+/// mounted them since the agent started) and hold the bytes it transfers; the error names the
+/// device.
+pub fn check_devices(workload: &Workload) -> Result<(), String> {
+    let (devices, needed): (Vec<&String>, u64) = match workload {
+        Workload::Sequential(p) => (
+            p.device.iter().chain(&p.devices).collect(),
+            p.bytes - p.bytes % u64::from(p.block_bytes.max(1)),
+        ),
+        Workload::Fio(p) => (p.device.iter().collect(), 0),
+        _ => return Ok(()),
+    };
+    for device in devices {
+        let path = Path::new(device);
+        check_scratch_device(path)
+            .map_err(|e| format!("{} device {device}: {e}", workload.kind()))?;
+        let size = device_bytes(path).map_err(|e| format!("device {device}: {e}"))?;
+        if size < needed {
+            return Err(format!(
+                "{}: device {device} has {size} bytes, fewer than bytes = {needed}",
+                workload.kind()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The size of a block device in bytes (its end, as `lseek(SEEK_END)` finds it).
+fn device_bytes(device: &Path) -> std::io::Result<u64> {
+    use std::io::Seek;
+    File::open(device)?.seek(std::io::SeekFrom::End(0))
+}
+
 /// How many bytes the workload writes to the scratch directory at most (writes to a scratch
 /// device need no room in the directory).
 pub fn bytes_needed(workload: &Workload) -> u64 {
