@@ -94,18 +94,23 @@ fn fio_json(args: &str) -> Value {
     serde_json::from_str(&out[start..]).expect("fio JSON parses")
 }
 
-/// Sum over fio's jobs of `read.bw_bytes` in MB/s, and of usr_cpu + sys_cpu (% of a CPU).
+/// fio's jobs together, as the agent counts several devices: all bytes read over the longest
+/// job's runtime, in MB/s; and the sum of usr_cpu + sys_cpu (% of a CPU).
 fn fio_read_mb_s_and_cpu(v: &Value) -> (f64, f64) {
     let jobs = v["jobs"].as_array().expect("jobs[]");
-    let mb_s = jobs
+    let bytes: f64 = jobs
         .iter()
-        .map(|j| j["read"]["bw_bytes"].as_f64().expect("bw_bytes") / 1e6)
+        .map(|j| j["read"]["io_bytes"].as_f64().expect("io_bytes"))
         .sum();
+    let runtime_ms = jobs
+        .iter()
+        .map(|j| j["read"]["runtime"].as_f64().expect("runtime"))
+        .fold(0.0, f64::max);
     let cpu = jobs
         .iter()
         .map(|j| j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0))
         .sum();
-    (mb_s, cpu)
+    (bytes / 1e6 / (runtime_ms / 1e3).max(1e-9), cpu)
 }
 
 /// "Several disks in parallel, direct against buffered, with CPU use": one reader per loop
