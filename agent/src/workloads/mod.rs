@@ -216,6 +216,9 @@ pub fn run(
     std::fs::create_dir(run_dir).map_err(WorkloadError::io(run_dir, "create run directory"))?;
     let guard = RemoveOnDrop(run_dir);
     let system = crate::sysinfo::snapshot(run_dir, &limits.devices);
+    // The run's duration covers the vmstat window, so that the series has one sample per
+    // whole second of `duration_s` (or one fewer when the stop fell just before a tick).
+    let t0 = Instant::now();
     let sampler = crate::sysinfo::VmstatSampler::start();
     let outcome = match workload {
         Workload::FsyncLatency(p) => fsync_latency::run(p, run_dir, cancel),
@@ -225,10 +228,12 @@ pub fn run(
         Workload::Command(p) => command::run(p, run_dir, cancel),
     };
     let vmstat = sampler.stop();
+    let duration_s = t0.elapsed().as_secs_f64();
     let outcome = outcome.map(|o| match o {
         Outcome::Done(mut result) => {
             result.system = Some(system);
             result.vmstat = vmstat;
+            result.duration_s = duration_s;
             Outcome::Done(result)
         }
         Outcome::Cancelled => Outcome::Cancelled,
