@@ -78,13 +78,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if !scratch.is_dir() {
         bail!("--scratch {}: not a directory", scratch.display());
     }
-    for device in &cli.scratch_device {
-        use std::os::unix::fs::FileTypeExt;
-        let meta = std::fs::metadata(device)
-            .with_context(|| format!("--scratch-device {}: cannot stat", device.display()))?;
-        if !meta.file_type().is_block_device() {
-            bail!("--scratch-device {}: not a block device", device.display());
+    for (i, device) in cli.scratch_device.iter().enumerate() {
+        if cli.scratch_device[..i].contains(device) {
+            bail!("--scratch-device {}: given twice", device.display());
         }
+        workloads::check_scratch_device(device)
+            .map_err(|e| anyhow::anyhow!("--scratch-device {}: {e}", device.display()))?;
     }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -184,6 +184,7 @@ async fn start_run(
 ) -> Result<(StatusCode, Json<RunStarted>), AppError> {
     let Json(RunRequest { workload }) = body?;
     workloads::validate(&workload, &state.0.limits)
+        .and_then(|()| workloads::check_devices(&workload))
         .map_err(|e| AppError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
     let scratch = &state.0.scratch;
     let needed = workloads::bytes_needed(&workload);

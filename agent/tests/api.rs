@@ -1,7 +1,7 @@
 //! Black-box tests of the real `firstbad-agent` binary over HTTP, as the orchestrator sees it.
 
 mod common;
-use common::{Agent, TOKEN};
+use common::{Agent, Loop, Mounted, TOKEN};
 use firstbad_wire::{ApiError, Identity, RunStarted, RunState, RunStatus};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -239,4 +239,203 @@ async fn bad_requests_get_a_4xx_that_says_why() {
 
     // Nothing was started by any of these.
     assert!(agent.scratch_entries().is_empty());
+}
+
+/// Background writers with O_DIRECT (`writer_direct`): the run completes with every fsync
+/// timed and the writers' rate; a block size O_DIRECT cannot take is refused up front.
+#[tokio::test]
+async fn fsync_latency_with_direct_writers() {
+    let agent = Agent::start(&[]);
+    let mut direct = small_run();
+    direct["writer_direct"] = json!(true);
+    let r = agent.run(direct.clone()).await;
+    assert_eq!(r.series["fsync_latency"].samples.len(), 20);
+    assert!(r.metrics["writer_mb_s"] > 0.0, "{:?}", r.metrics);
+
+    direct["writer_block_bytes"] = json!(1000);
+    let refused = agent.post_run(direct).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let why = api_error(refused).await;
+    assert!(
+        why.contains("multiple of 512") && why.contains("writer_direct"),
+        "{why}"
+    );
+}
+
+/// `duration_ms` stops a sequential run near that time even though `bytes` is far from done.
+#[tokio::test]
+async fn sequential_stops_near_its_duration() {
+    // 1 GiB of holes read 512 bytes at a time with O_DIRECT: minutes of work.
+    let lo = Loop::sparse(1024);
+    let agent = Agent::start(&["--scratch-device", &lo.dev]);
+    let r = agent
+        .run(json!({
+            "kind": "sequential", "op": "read", "device": lo.dev, "block_bytes": 512,
+            "bytes": 1u64 << 30, "direct": true, "duration_ms": 1000, "drop_caches": false
+        }))
+        .await;
+    let m = &r.metrics;
+    // The loop checks the clock before each request; one request takes well under 0.1 s.
+    assert!(m["secs"] >= 1.0 && m["secs"] < 1.3, "{m:?}");
+    assert!(m["bytes"] < (1u64 << 30) as f64, "{m:?}");
+    assert!(r.duration_s < 5.0, "{}", r.duration_s);
+}
+
+/// The agent refuses to start on a scratch device it must not destroy, and says why.
+#[test]
+fn a_refused_scratch_device_says_why() {
+    let refuse = |device: &str, expected: &str| {
+        let scratch = tempfile::tempdir().expect("tempdir");
+        let out = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+            .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
+            .arg(scratch.path())
+            .args(["--scratch-device", device])
+            .output()
+            .expect("run firstbad-agent");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{device}: started anyway: {stderr}");
+        assert!(
+            stderr.contains(&format!("--scratch-device {device}")) && stderr.contains(expected),
+            "{device}: {stderr}"
+        );
+        assert!(!stderr.contains("listening"), "{stderr}");
+    };
+    refuse("/dev/firstbad-no-such-device", "cannot stat");
+    let file = tempfile::NamedTempFile::new().expect("file");
+    refuse(&file.path().display().to_string(), "not a block device");
+    let fs = Mounted::ext4(64);
+    refuse(
+        &fs.lo.dev,
+        &format!("is mounted on {}", fs.dir.path().display()),
+    );
+
+    // The same device twice is a mistake too.
+    let lo = Loop::sparse(16);
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+        .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
+        .arg(scratch.path())
+        .args(["--scratch-device", &lo.dev, "--scratch-device", &lo.dev])
+        .output()
+        .expect("run firstbad-agent");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
+}
+
+/// The 4xx paths not covered above: unknown endpoint, wrong method, wrong content type, devices
+/// that are not scratch devices, out-of-range threads, a refused fio option.
+#[tokio::test]
+async fn other_bad_requests_get_a_4xx_that_says_why() {
+    let agent = Agent::start(&[]);
+    let nowhere = agent
+        .http
+        .get(agent.url("/v2/runs"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(nowhere.status(), StatusCode::NOT_FOUND);
+    assert!(api_error(nowhere).await.contains("/v1/identity"));
+
+    let wrong_method = agent
+        .http
+        .delete(agent.url("/v1/runs"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(wrong_method.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(api_error(wrong_method).await.contains("DELETE"));
+
+    let not_json = agent
+        .http
+        .post(agent.url("/v1/runs"))
+        .bearer_auth(TOKEN)
+        .body(json!({ "workload": small_run() }).to_string())
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(not_json.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(api_error(not_json).await.contains("Content-Type"));
+
+    for (workload, expected) in [
+        (
+            json!({ "kind": "sequential", "op": "read", "device": "/dev/sda",
+                    "block_bytes": 4096, "bytes": 1 << 20 }),
+            "not a scratch device",
+        ),
+        (
+            json!({ "kind": "sequential", "op": "read", "devices": ["/dev/sda", "/dev/sdb"],
+                    "block_bytes": 4096, "bytes": 1 << 20 }),
+            "not a scratch device",
+        ),
+        (
+            json!({ "kind": "sequential", "op": "read", "block_bytes": 6000,
+                    "bytes": 1 << 20, "direct": true }),
+            "multiple of 512",
+        ),
+        (
+            json!({ "kind": "threads", "threads": 0, "op": "read", "file_bytes": 1 << 20,
+                    "block_bytes": 4096 }),
+            "threads = 0",
+        ),
+        (
+            json!({ "kind": "threads", "threads": 257, "op": "read", "file_bytes": 1 << 20,
+                    "block_bytes": 4096 }),
+            "threads = 257",
+        ),
+        (
+            json!({ "kind": "fio", "job": "[r]\nrw=read\n", "device": "/dev/sda" }),
+            "not a scratch device",
+        ),
+        (
+            json!({ "kind": "fio", "job": "[w]\nexec_prerun=rm -rf /\n" }),
+            "job line 2",
+        ),
+        (
+            json!({ "kind": "command", "script": "true", "metrics": { "from": "json-lines" } }),
+            "--allow-command",
+        ),
+    ] {
+        let resp = agent.post_run(workload.clone()).await;
+        assert_eq!(
+            resp.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{workload}"
+        );
+        let why = api_error(resp).await;
+        assert!(why.contains(expected), "{workload}: {why}");
+    }
+    assert!(agent.scratch_entries().is_empty());
+}
+
+/// A scratch device that was mounted after the agent started, or that is smaller than the run,
+/// is refused when the run is requested (422), before anything is read or written.
+#[tokio::test]
+async fn a_scratch_device_mounted_later_or_too_small_is_refused_per_run() {
+    let lo = Loop::sparse(16);
+    let agent = Agent::start(&["--scratch-device", &lo.dev]);
+    let read = |bytes: u64| {
+        json!({ "kind": "sequential", "op": "read", "device": lo.dev, "block_bytes": 4096,
+                "bytes": bytes, "drop_caches": false })
+    };
+    let too_big = agent.post_run(read(32 << 20)).await;
+    assert_eq!(too_big.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let why = api_error(too_big).await;
+    assert!(why.contains("has 16777216 bytes"), "{why}");
+
+    common::sh(&format!("mkfs.ext4 -q -F {}", lo.dev));
+    let mnt = tempfile::tempdir().expect("mount point");
+    common::sh(&format!("mount {} {}", lo.dev, mnt.path().display()));
+    let mounted = agent.post_run(read(1 << 20)).await;
+    let status = mounted.status();
+    let why = api_error(mounted).await;
+    common::sh(&format!("umount {}", mnt.path().display()));
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{why}");
+    assert!(why.contains("is mounted on"), "{why}");
+    // Unmounted again, the device serves runs again.
+    let r = agent
+        .run(json!({ "kind": "fio", "job": "[r]\nrw=read\nbs=1m\n", "device": lo.dev }))
+        .await;
+    assert_eq!(r.metrics["read_bytes"], (16u64 << 20) as f64);
 }

@@ -2,17 +2,19 @@
 //! figures checked against an independent tool (dd or fio) on the same file or loop device.
 //!
 //! The machine is shared and its disk is virtual, so throughput moves by 2x between two dd runs
-//! in a row; the tolerance is therefore "within a factor of 2 of dd/fio's median", which still
-//! catches unit mistakes (KiB vs MB, ms vs s), counting errors and a block size not applied.
+//! in a row. Each side therefore runs several times, interleaved with the other, and the best
+//! run of each is compared (load from other processes only ever slows a run down; medians of 3
+//! still differed by 2.8x either way on this box under load 8). The tolerance is "within a
+//! factor of 2", which still catches unit mistakes (KiB vs MB, ms vs s), counting errors and a
+//! block size not applied.
 //! These tests need root (loop devices, drop_caches), as CI has.
 
 mod common;
-use common::{Agent, TOKEN};
+use common::{sh, Agent, Loop, TOKEN};
 use firstbad_wire::{RunStarted, RunState, RunStatus};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// dd and the agent may differ by this factor either way (see the module comment).
@@ -20,66 +22,26 @@ const TOLERANCE: f64 = 2.0;
 /// The I/O tests run one at a time: two of them at once on 2 cores measure each other.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A loop device over a file of `mib` MiB of random data; detached on drop.
-struct Loop {
-    dev: String,
-    _file: tempfile::NamedTempFile,
-}
-
-impl Loop {
-    fn new(mib: u64) -> Loop {
-        // Backed by tmpfs: its pages never leave memory, so dd and the agent both read through
-        // the same loop and block layers and neither races the host's page-cache eviction or
-        // disk (a disk-backed file gave 33 vs 166 MB/s when another build evicted it between
-        // the two sides' runs).
-        let file = tempfile::NamedTempFile::new_in("/dev/shm").expect("tmpfs at /dev/shm");
-        sh(&format!(
-            "head -c {} /dev/urandom > {}",
-            mib << 20,
-            file.path().display()
-        ));
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(file.path())
-            .output()
-            .expect("losetup (run as root)");
-        assert!(out.status.success(), "losetup: {out:?}");
-        let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        Loop { dev, _file: file }
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
-    }
-}
-
-fn sh(script: &str) -> String {
-    let out = Command::new("sh")
-        .args(["-c", script])
-        .output()
-        .expect("sh");
-    assert!(out.status.success(), "{script}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-/// dd's own MB/s figure (it prints "..., 374 MB/s" or "1.5 GB/s").
+/// dd's rate in MB/s from the bytes and seconds it prints ("67108864 bytes (67 MB, 64 MiB)
+/// copied, 0.0312 s, 2.1 GB/s"): its own rate has two digits, 1.1 GB/s for 1.05 to 1.15.
 fn dd_mb_s(args: &str) -> f64 {
     let out = sh(&format!("dd {args} 2>&1"));
     let last = out.lines().last().expect("dd output");
-    let (num, unit) = last
-        .rsplit(", ")
+    let bytes: f64 = last
+        .split(' ')
         .next()
-        .and_then(|s| s.split_once(' '))
-        .expect("dd rate");
-    let n: f64 = num.parse().expect("dd number");
-    match unit {
-        "kB/s" => n / 1e3,
-        "MB/s" => n,
-        "GB/s" => n * 1e3,
-        other => panic!("dd unit {other}"),
-    }
+        .and_then(|b| b.parse().ok())
+        .expect("dd byte count");
+    let secs: f64 = last
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" s")?.parse().ok())
+        .expect("dd seconds");
+    bytes / 1e6 / secs.max(1e-9)
+}
+
+/// The best (highest) rate of several runs: what the device gave when nothing interfered.
+fn best(v: Vec<f64>) -> f64 {
+    v.into_iter().fold(f64::NAN, f64::max)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -99,7 +61,7 @@ fn assert_close(what: &str, ours: f64, reference: f64) {
 #[tokio::test]
 async fn sequential_direct_reads_of_a_loop_device_match_dd() {
     let _serial = SERIAL.lock().await;
-    let lo = Loop::new(64);
+    let lo = Loop::random(64);
     let agent = Agent::start(&["--scratch-device", &lo.dev]);
     let dd = format!("if={} of=/dev/null bs=6144 iflag=direct", lo.dev);
     let _warm = dd_mb_s(&dd);
@@ -112,7 +74,7 @@ async fn sequential_direct_reads_of_a_loop_device_match_dd() {
     });
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         theirs.push(dd_mb_s(&dd));
         let r = agent.run(workload.clone()).await;
         // 64 MiB in whole 6144-byte blocks: 10922 requests, each timed.
@@ -121,7 +83,185 @@ async fn sequential_direct_reads_of_a_loop_device_match_dd() {
         assert!(r.metrics["request_latency_p50_ms"] <= r.metrics["request_latency_max_ms"]);
         ours.push(r.metrics["mb_s"]);
     }
-    assert_close("6144-byte O_DIRECT reads", median(ours), median(theirs));
+    assert_close("6144-byte O_DIRECT reads", best(ours), best(theirs));
+}
+
+/// fio's JSON from `args` (run as `fio --output-format=json ARGS`), skipping warnings.
+fn fio_json(args: &str) -> Value {
+    let out = sh(&format!("fio --output-format=json {args}"));
+    let start = out.find("\n{").map_or(0, |i| i + 1);
+    serde_json::from_str(&out[start..]).expect("fio JSON parses")
+}
+
+/// fio's jobs together, as the agent counts several devices: all bytes read over the longest
+/// job's runtime, in MB/s; and the sum of usr_cpu + sys_cpu (% of a CPU).
+fn fio_read_mb_s_and_cpu(v: &Value) -> (f64, f64) {
+    let jobs = v["jobs"].as_array().expect("jobs[]");
+    let bytes: f64 = jobs
+        .iter()
+        .map(|j| j["read"]["io_bytes"].as_f64().expect("io_bytes"))
+        .sum();
+    let runtime_ms = jobs
+        .iter()
+        .map(|j| j["read"]["runtime"].as_f64().expect("runtime"))
+        .fold(0.0, f64::max);
+    let cpu = jobs
+        .iter()
+        .map(|j| j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0))
+        .sum();
+    (bytes / 1e6 / (runtime_ms / 1e3).max(1e-9), cpu)
+}
+
+/// "Several disks in parallel, direct against buffered, with CPU use": one reader per loop
+/// device, against fio with one job per device on the same devices.
+#[tokio::test]
+async fn sequential_reads_several_devices_in_parallel_match_fio() {
+    let _serial = SERIAL.lock().await;
+    let los = [Loop::random(256), Loop::random(256), Loop::random(256)];
+    let devs: Vec<&str> = los.iter().map(|l| l.dev.as_str()).collect();
+    let mut args = Vec::new();
+    for d in &devs {
+        args.extend(["--scratch-device", d]);
+    }
+    let agent = Agent::start(&args);
+    let fio_jobs: String = devs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| format!(" --name=d{i} --filename={d}"))
+        .collect();
+    for direct in [true, false] {
+        // fio invalidates each file's cached pages before a job (invalidate=1, its default);
+        // the agent drops caches before reads: both read from the devices, not from memory.
+        let fio = format!("--rw=read --bs=1m --direct={}{fio_jobs}", u8::from(direct));
+        let workload = json!({
+            "kind": "sequential", "op": "read", "devices": devs, "block_bytes": 1 << 20,
+            "bytes": 256u64 << 20, "direct": direct, "drop_caches": true
+        });
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        let mut our_cpu = Vec::new();
+        let mut their_cpu = Vec::new();
+        // Five runs a side: one fio run fell to 842 MB/s against ~1,800 with three.
+        for _ in 0..5 {
+            let (mb_s, cpu) = fio_read_mb_s_and_cpu(&fio_json(&fio));
+            theirs.push(mb_s);
+            their_cpu.push(cpu);
+            let r = agent.run(workload.clone()).await;
+            let m = &r.metrics;
+            assert_eq!(m["bytes"], (3 * (256u64 << 20)) as f64, "{m:?}");
+            assert_eq!(m["requests"], 3.0 * 256.0);
+            let per_device = &r.series["device_mb_s"].samples;
+            assert_eq!(per_device.len(), 3);
+            for (i, rate) in per_device.iter().enumerate() {
+                assert_eq!(m[&format!("dev{i}_mb_s")], *rate);
+                assert!(*rate > 0.0, "{m:?}");
+            }
+            // Each device's rate is over its own time, the total over the longest: the
+            // total cannot exceed the sum.
+            assert!(per_device.iter().sum::<f64>() >= m["mb_s"] * 0.999, "{m:?}");
+            assert!(m["cpu_pct"] > 0.0, "{m:?}");
+            assert!((m["cpu_us_pct"] + m["cpu_sy_pct"] - m["cpu_pct"]).abs() < 1e-9);
+            assert!((m["mb_s_per_cpu_pct"] - m["mb_s"] / m["cpu_pct"]).abs() < 1e-9);
+            // The snapshot describes every scratch device's queue.
+            let sys = r.system.as_ref().expect("snapshot");
+            for d in &devs {
+                let name = d.trim_start_matches("/dev/");
+                assert!(sys.devices.iter().any(|q| q.name == name), "{sys:?}");
+            }
+            ours.push(m["mb_s"]);
+            our_cpu.push(m["cpu_pct"]);
+        }
+        let what = if direct { "direct" } else { "buffered" };
+        eprintln!(
+            "3 devices, {what}: CPU% agent {:.0}, fio {:.0}",
+            median(our_cpu),
+            median(their_cpu)
+        );
+        assert_close(
+            &format!("3 loop devices in parallel, 1 MiB {what} reads"),
+            best(ours),
+            best(theirs),
+        );
+    }
+}
+
+/// `vm.drop_caches` really empties the cache: a file read right after it was written comes
+/// from memory without the drop and from the device with it, as the device's own read counter
+/// (`/sys/block/loopN/stat`) shows.
+#[tokio::test]
+async fn drop_caches_makes_reads_go_to_the_device() {
+    let _serial = SERIAL.lock().await;
+    let fs = common::Mounted::ext4(256);
+    let agent = Agent::start_in(fs.dir.path(), &[]);
+    const FILE: u64 = 32 << 20;
+    let read = |drop_caches: bool| {
+        json!({
+            "kind": "sequential", "op": "read", "block_bytes": 1 << 20, "bytes": FILE,
+            "direct": false, "drop_caches": drop_caches
+        })
+    };
+    let sectors = FILE / 512;
+    // The run writes the file, fsyncs it, then reads it: without the drop, from page cache.
+    let before = fs.lo.sectors_read();
+    agent.run(read(false)).await;
+    let cached = fs.lo.sectors_read() - before;
+    eprintln!("without drop_caches: {cached} sectors read of {sectors}");
+    assert!(cached < sectors / 10, "{cached} of {sectors} sectors read");
+
+    let before = fs.lo.sectors_read();
+    agent.run(read(true)).await;
+    let dropped = fs.lo.sectors_read() - before;
+    eprintln!("with drop_caches: {dropped} sectors read of {sectors}");
+    // The whole file plus a little metadata; readahead stops at the end of the file.
+    assert!(
+        dropped >= sectors * 95 / 100 && dropped <= sectors * 3 / 2,
+        "{dropped} sectors read for a {sectors}-sector file"
+    );
+}
+
+/// A fio job on the scratch device: the agent names the device, the job names no path; the
+/// byte count is the device's size and the rate matches dd's on the same device.
+#[tokio::test]
+async fn fio_job_on_the_scratch_device_matches_dd() {
+    let _serial = SERIAL.lock().await;
+    // 256 MiB: 64 MiB took dd 30 ms, too short to time against a loaded box.
+    let lo = Loop::random(256);
+    let agent = Agent::start(&["--scratch-device", &lo.dev]);
+    let job = "[r]\nrw=read\nbs=64k\ndirect=1\n";
+    let dd = format!("if={} of=/dev/null bs=64k iflag=direct", lo.dev);
+    let _warm = dd_mb_s(&dd);
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for _ in 0..5 {
+        theirs.push(dd_mb_s(&dd));
+        let r = agent
+            .run(json!({ "kind": "fio", "job": job, "device": lo.dev }))
+            .await;
+        // No size= in the job: fio reads the whole 256 MiB device.
+        assert_eq!(
+            r.metrics["read_bytes"],
+            (256u64 << 20) as f64,
+            "{:?}",
+            r.metrics
+        );
+        assert_eq!(r.metrics["write_bytes"], 0.0);
+        assert!(r.metrics["read_clat_p50_ms"] <= r.metrics["read_clat_max_ms"]);
+        ours.push(r.metrics["read_mb_s"]);
+    }
+    assert_close(
+        "fio 64 KiB O_DIRECT reads of the scratch device",
+        best(ours),
+        best(theirs),
+    );
+
+    let other = agent
+        .post_run(json!({ "kind": "fio", "job": job, "device": "/dev/loop-not-mine" }))
+        .await;
+    assert_eq!(other.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let named = agent
+        .post_run(json!({ "kind": "fio", "job": format!("[r]\nfilename={}\n", lo.dev) }))
+        .await;
+    assert_eq!(named.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
 
 /// Buffered streaming writes of a file, flushed at the end, against dd conv=fdatasync.
@@ -145,7 +285,7 @@ async fn sequential_buffered_writes_match_dd() {
         assert_eq!(r.metrics["bytes"], (64u64 << 20) as f64);
         ours.push(r.metrics["mb_s"]);
     }
-    assert_close("1 MiB buffered writes", median(ours), median(theirs));
+    assert_close("1 MiB buffered writes", best(ours), best(theirs));
 }
 
 /// tiobench-like: 4 threads reading their own files with O_DIRECT, against fio's numjobs=4.
@@ -183,8 +323,8 @@ async fn threads_direct_reads_match_fio() {
     }
     assert_close(
         "4 threads x 64 KiB O_DIRECT reads",
-        median(ours),
-        median(theirs),
+        best(ours),
+        best(theirs),
     );
 }
 

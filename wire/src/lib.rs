@@ -134,6 +134,10 @@ pub struct Sequential {
     /// `--scratch-device`s (its contents are destroyed by writes).
     #[serde(default)]
     pub device: Option<String>,
+    /// Several scratch block devices at once, one reader or writer thread per device, instead
+    /// of `device` (the "several disks in parallel" reports); each transfers `bytes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
     /// Bytes per read(2)/write(2); any size, e.g. 6144 (1.5 pages).
     pub block_bytes: u32,
     /// Bytes to transfer (and the file's size when the target is a file).
@@ -180,6 +184,10 @@ pub struct Fio {
     /// The job file's text. The agent runs it in a fresh directory inside scratch; options that
     /// name other paths (`filename`, `directory`, `include`, `exec_*` ...) are refused.
     pub job: String,
+    /// A scratch block device (one of the agent's `--scratch-device`s) that every job of the
+    /// file uses: the agent puts `filename=<device>` in a `[global]` section ahead of the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// Kill fio after this many seconds (it then counts as failed).
     #[serde(default = "fio_timeout")]
     pub timeout_s: u32,
@@ -304,6 +312,10 @@ pub const SEQUENTIAL_METRICS: &[&str] = &[
     "request_latency_p999_ms",
     "request_latency_max_ms",
     "request_latency_mean_ms",
+    "cpu_pct",
+    "cpu_us_pct",
+    "cpu_sy_pct",
+    "mb_s_per_cpu_pct",
 ];
 
 /// Metric keys the `threads` workload reports (besides per-thread series).

@@ -1,7 +1,7 @@
 //! `fio`: runs a job file with the host's fio (`--output-format=json`) in a fresh directory
-//! inside scratch and maps its JSON to metrics.
+//! inside scratch, or on a scratch device, and maps its JSON to metrics.
 
-use super::{run_child, Outcome, WorkloadError};
+use super::{run_child, Limits, Outcome, WorkloadError};
 use firstbad_wire::{Fio, Series, WorkloadResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -30,9 +30,14 @@ const PERCENTILES: &[(&str, &str)] = &[
     ("99.900000", "p999"),
 ];
 
-/// Refuses job files that could write outside scratch or run programs; the error names the
-/// line.
-pub fn validate(p: &Fio) -> Result<(), String> {
+/// Refuses job files that could write outside scratch or run programs, and devices that are not
+/// scratch devices; the error names the line or the device.
+pub fn validate(p: &Fio, limits: &Limits) -> Result<(), String> {
+    if let Some(device) = &p.device {
+        limits
+            .check_device(device)
+            .map_err(|e| format!("fio: {e}"))?;
+    }
     if p.job.len() > MAX_JOB_BYTES {
         return Err(format!(
             "fio: job is {} bytes, more than {MAX_JOB_BYTES}",
@@ -77,7 +82,7 @@ pub fn validate(p: &Fio) -> Result<(), String> {
 pub fn run(p: &Fio, dir: &Path, cancel: &AtomicBool) -> Result<Outcome, WorkloadError> {
     let started = Instant::now();
     let job = dir.join("job.fio");
-    std::fs::write(&job, &p.job).map_err(WorkloadError::io(&job, "write"))?;
+    std::fs::write(&job, job_text(p)).map_err(WorkloadError::io(&job, "write"))?;
     let mut cmd = std::process::Command::new("fio");
     cmd.arg("--output-format=json")
         .arg("job.fio")
@@ -102,6 +107,19 @@ pub fn run(p: &Fio, dir: &Path, cancel: &AtomicBool) -> Result<Outcome, Workload
         system: None,
         vmstat: Vec::new(),
     }))
+}
+
+/// The job file fio runs: the user's, after a `[global]` section naming the scratch device if
+/// there is one. Jobs inherit the global options that come before them, and the user's job
+/// cannot set `filename` itself (refused by [`validate`]).
+fn job_text(p: &Fio) -> String {
+    match &p.device {
+        Some(device) => format!(
+            "; added by firstbad-agent: the scratch device\n[global]\nfilename={device}\n\n{}",
+            p.job
+        ),
+        None => p.job.clone(),
+    }
 }
 
 /// The last lines of what fio said, for an error message.
@@ -204,13 +222,18 @@ mod tests {
     fn job(text: &str) -> Fio {
         Fio {
             job: text.to_owned(),
+            device: None,
             timeout_s: 60,
         }
     }
 
     #[test]
     fn paths_and_programs_are_refused() {
-        validate(&job("[w]\nrw=write\nbs=4k\nsize=4m\nfsync=1\n")).expect("plain job");
+        validate(
+            &job("[w]\nrw=write\nbs=4k\nsize=4m\nfsync=1\n"),
+            &Limits::default(),
+        )
+        .expect("plain job");
         for bad in [
             "[w]\nfilename=/dev/sda\n",
             "[w]\n Directory = /etc\n",
@@ -220,9 +243,30 @@ mod tests {
             "[w]\nwrite_bw_log=../../x\n",
             "[w]\nsize=${SIZE}\n",
         ] {
-            let e = validate(&job(bad)).expect_err(bad);
+            let e = validate(&job(bad), &Limits::default()).expect_err(bad);
             assert!(e.contains("job line"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_scratch_device_goes_in_a_leading_global_section() {
+        let limits = Limits {
+            devices: vec!["/dev/loop7".into()],
+            ..Limits::default()
+        };
+        let on = |device: &str| Fio {
+            device: Some(device.to_owned()),
+            ..job("[r]\nrw=read\nbs=4k\n")
+        };
+        validate(&on("/dev/loop7"), &limits).expect("a scratch device");
+        let e = validate(&on("/dev/sda"), &limits).unwrap_err();
+        assert!(e.contains("not a scratch device"), "{e}");
+        let text = job_text(&on("/dev/loop7"));
+        assert!(
+            text.contains("[global]\nfilename=/dev/loop7\n\n[r]\nrw=read"),
+            "{text}"
+        );
+        assert_eq!(job_text(&job("[r]\n")), "[r]\n");
     }
 
     #[test]

@@ -92,6 +92,60 @@ impl Limits {
     }
 }
 
+/// Checks that `device` can serve as a scratch device: it exists, is a block device, and
+/// nothing holds it (not mounted, not part of an md array or a device-mapper target, not swap).
+///
+/// The last check is the kernel's own: `open(O_EXCL)` on a block device fails with EBUSY while
+/// anything else has claimed it. The error says what to do.
+pub fn check_scratch_device(device: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let meta = std::fs::metadata(device).map_err(|e| format!("cannot stat: {e}"))?;
+    if !meta.file_type().is_block_device() {
+        return Err(
+            "not a block device (give a disk such as /dev/vdb, or a loop device made with              `losetup -f --show FILE`)"
+                .to_owned(),
+        );
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(device)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+            let mounted = mount_points_of(meta.rdev());
+            Err(if mounted.is_empty() {
+                "is in use (held by md, device-mapper, swap or another exclusive user); \
+                 its contents would be destroyed: give an unused device"
+                    .to_owned()
+            } else {
+                format!(
+                    "is mounted on {}; its contents would be destroyed: unmount it or give \
+                     another device",
+                    mounted.join(", ")
+                )
+            })
+        }
+        Err(e) => Err(format!("cannot open: {e}")),
+    }
+}
+
+/// Where the block device with number `rdev` is mounted, from `/proc/self/mounts`.
+fn mount_points_of(rdev: u64) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let source = fields.next()?;
+            let target = fields.next()?;
+            let meta = std::fs::metadata(source).ok()?;
+            (meta.rdev() == rdev).then(|| target.replace("\\040", " "))
+        })
+        .collect()
+}
+
 /// Checks a workload's parameters against `limits`; the error names the parameter and the
 /// allowed range.
 pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
@@ -99,9 +153,42 @@ pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
         Workload::FsyncLatency(p) => fsync_latency::validate(p),
         Workload::Sequential(p) => sequential::validate(p, limits),
         Workload::Threads(p) => threads::validate(p),
-        Workload::Fio(p) => fio::validate(p),
+        Workload::Fio(p) => fio::validate(p, limits),
         Workload::Command(p) => command::validate(p, limits),
     }
+}
+
+/// Checks, as a run is requested, that the scratch devices it uses are still free (nothing
+/// mounted them since the agent started) and hold the bytes it transfers; the error names the
+/// device.
+pub fn check_devices(workload: &Workload) -> Result<(), String> {
+    let (devices, needed): (Vec<&String>, u64) = match workload {
+        Workload::Sequential(p) => (
+            p.device.iter().chain(&p.devices).collect(),
+            p.bytes - p.bytes % u64::from(p.block_bytes.max(1)),
+        ),
+        Workload::Fio(p) => (p.device.iter().collect(), 0),
+        _ => return Ok(()),
+    };
+    for device in devices {
+        let path = Path::new(device);
+        check_scratch_device(path)
+            .map_err(|e| format!("{} device {device}: {e}", workload.kind()))?;
+        let size = device_bytes(path).map_err(|e| format!("device {device}: {e}"))?;
+        if size < needed {
+            return Err(format!(
+                "{}: device {device} has {size} bytes, fewer than bytes = {needed}",
+                workload.kind()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The size of a block device in bytes (its end, as `lseek(SEEK_END)` finds it).
+fn device_bytes(device: &Path) -> std::io::Result<u64> {
+    use std::io::Seek;
+    File::open(device)?.seek(std::io::SeekFrom::End(0))
 }
 
 /// How many bytes the workload writes to the scratch directory at most (writes to a scratch
@@ -129,6 +216,9 @@ pub fn run(
     std::fs::create_dir(run_dir).map_err(WorkloadError::io(run_dir, "create run directory"))?;
     let guard = RemoveOnDrop(run_dir);
     let system = crate::sysinfo::snapshot(run_dir, &limits.devices);
+    // The run's duration covers the vmstat window, so that the series has one sample per
+    // whole second of `duration_s` (or one fewer when the stop fell just before a tick).
+    let t0 = Instant::now();
     let sampler = crate::sysinfo::VmstatSampler::start();
     let outcome = match workload {
         Workload::FsyncLatency(p) => fsync_latency::run(p, run_dir, cancel),
@@ -138,10 +228,12 @@ pub fn run(
         Workload::Command(p) => command::run(p, run_dir, cancel),
     };
     let vmstat = sampler.stop();
+    let duration_s = t0.elapsed().as_secs_f64();
     let outcome = outcome.map(|o| match o {
         Outcome::Done(mut result) => {
             result.system = Some(system);
             result.vmstat = vmstat;
+            result.duration_s = duration_s;
             Outcome::Done(result)
         }
         Outcome::Cancelled => Outcome::Cancelled,

@@ -8,6 +8,7 @@ use firstbad_wire::{RunStarted, RunState, RunStatus, WorkloadResult};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,12 @@ impl Agent {
     /// Starts the agent on a free port with `extra` arguments and waits for its listening line.
     pub fn start(extra: &[&str]) -> Agent {
         // In the target dir, not /tmp: O_DIRECT needs a real file system, and /tmp may be tmpfs.
-        let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        Agent::start_in(Path::new(env!("CARGO_TARGET_TMPDIR")), extra)
+    }
+
+    /// Like [`Agent::start`], with the scratch directory made inside `parent`.
+    pub fn start_in(parent: &Path, extra: &[&str]) -> Agent {
+        let scratch = tempfile::tempdir_in(parent).expect("tempdir");
         let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
             .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
             .arg(scratch.path())
@@ -116,8 +122,23 @@ impl Agent {
         let sys = r.system.as_ref().expect("every run has a system snapshot");
         assert!(sys.sysctls.contains_key("vm.dirty_ratio"), "{sys:?}");
         assert!(sys.mount.is_some() && sys.cpus > 0, "{sys:?}");
-        // A vmstat sample each whole second of the run.
-        assert_eq!(r.vmstat.len(), r.duration_s.floor() as usize, "{r:?}");
+        // A vmstat sample each whole second of the run: the sampler stops a few ms before
+        // the run's clock does, so a run of 2.004 s may have 1 sample or 2, never 3.
+        let whole = r.duration_s.floor() as usize;
+        let n = r.vmstat.len();
+        assert!(
+            n <= whole && n + 1 >= whole,
+            "{n} vmstat samples in {} s",
+            r.duration_s
+        );
+        for (k, s) in r.vmstat.iter().enumerate() {
+            assert!(
+                s.t_s >= (k + 1) as f64 && s.t_s <= r.duration_s,
+                "sample {k} at {} s of {} s",
+                s.t_s,
+                r.duration_s
+            );
+        }
         assert!(self.scratch_entries().is_empty(), "run files left behind");
         r
     }
@@ -135,5 +156,93 @@ impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Runs `script` with `sh -c`, which must succeed; its stdout then stderr.
+pub fn sh(script: &str) -> String {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .output()
+        .expect("sh");
+    assert!(out.status.success(), "{script}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// A loop device over a file in tmpfs; detached on drop.
+pub struct Loop {
+    /// `/dev/loopN`.
+    pub dev: String,
+    _file: tempfile::NamedTempFile,
+}
+
+impl Loop {
+    /// A loop device over `mib` MiB of random data.
+    pub fn random(mib: u64) -> Loop {
+        Loop::over(&format!("head -c {} /dev/urandom >", mib << 20))
+    }
+
+    /// A loop device over a sparse file of `mib` MiB (reads of holes cost no memory).
+    pub fn sparse(mib: u64) -> Loop {
+        Loop::over(&format!("truncate -s {} ", mib << 20))
+    }
+
+    fn over(fill: &str) -> Loop {
+        // Backed by tmpfs: its pages never leave memory, so dd and the agent both read through
+        // the same loop and block layers and neither races the host's page-cache eviction or
+        // disk (a disk-backed file gave 33 vs 166 MB/s when another build evicted it between
+        // the two sides' runs).
+        let file = tempfile::NamedTempFile::new_in("/dev/shm").expect("tmpfs at /dev/shm");
+        sh(&format!("{fill} {}", file.path().display()));
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(file.path())
+            .output()
+            .expect("losetup (run as root)");
+        assert!(out.status.success(), "losetup: {out:?}");
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        Loop { dev, _file: file }
+    }
+
+    /// Sectors (512 bytes) read from the device since it was set up (`/sys/block/loopN/stat`,
+    /// third field).
+    pub fn sectors_read(&self) -> u64 {
+        let name = self.dev.trim_start_matches("/dev/");
+        let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("stat");
+        stat.split_whitespace()
+            .nth(2)
+            .and_then(|s| s.parse().ok())
+            .expect("read sectors field")
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// An ext4 file system on a loop device, mounted on a temporary directory; unmounted on drop.
+pub struct Mounted {
+    /// The mount point.
+    pub dir: tempfile::TempDir,
+    /// The device under it (declared after `dir`: detached after the unmount).
+    pub lo: Loop,
+}
+
+impl Mounted {
+    /// A fresh `mib` MiB ext4 file system.
+    pub fn ext4(mib: u64) -> Mounted {
+        let lo = Loop::sparse(mib);
+        sh(&format!("mkfs.ext4 -q -F {}", lo.dev));
+        let dir = tempfile::tempdir().expect("mount point");
+        sh(&format!("mount {} {}", lo.dev, dir.path().display()));
+        Mounted { dir, lo }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
     }
 }
