@@ -968,17 +968,36 @@ mod tests {
         let e = HuntConfig::load(&p).unwrap_err().to_string();
         assert!(e.contains(": test:"), "{e}");
         // Mixing it with a kernel table is an error that names the table.
-        write(dir.path(), "hunt.toml", &format!("{text}\n[build]\nconfig = \"k\"\n"));
+        write(
+            dir.path(),
+            "hunt.toml",
+            &format!("{text}\n[build]\nconfig = \"k\"\n"),
+        );
         let e = HuntFile::load(&p).unwrap_err().to_string();
-        assert!(e.contains("hunt.toml: build:") && e.contains("[test]"), "{e}");
-        write(dir.path(), "hunt.toml", &text.replace("jobs = 3", "jobs = 0"));
+        assert!(
+            e.contains("hunt.toml: build:") && e.contains("[test]"),
+            "{e}"
+        );
+        write(
+            dir.path(),
+            "hunt.toml",
+            &text.replace("jobs = 3", "jobs = 0"),
+        );
         let e = HuntFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("test.jobs"), "{e}");
-        write(dir.path(), "hunt.toml", &text.replace("jobs = 3", "job = 3"));
+        write(
+            dir.path(),
+            "hunt.toml",
+            &text.replace("jobs = 3", "job = 3"),
+        );
         let e = HuntFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("job"), "{e}");
         // Neither [test] nor [build]: the message says both ways.
-        write(dir.path(), "hunt.toml", text.split("[test]").next().unwrap());
+        write(
+            dir.path(),
+            "hunt.toml",
+            text.split("[test]").next().unwrap(),
+        );
         let e = HuntFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("build: missing") && e.contains("[test]"), "{e}");
     }
