@@ -407,6 +407,8 @@ struct Pool {
     results: mpsc::Receiver<Done>,
     /// Process groups of the commands running now, by job, to kill at the end.
     groups: Arc<Mutex<HashMap<usize, i32>>>,
+    /// Held while the hunt runs.
+    _lock: std::fs::File,
 }
 
 impl Pool {
@@ -431,12 +433,41 @@ impl Pool {
                 state_dir.display()
             ))
         })?;
+        // One run per state directory at a time: the checkouts below are this run's alone.
+        let lock_path = state_dir.join("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| HuntError::BadInput(format!("{}: {e}", lock_path.display())))?;
+        {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: flock(2) on a file descriptor we own.
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                return Err(HuntError::BadInput(format!(
+                    "another `firstbad run` is using {}; wait for it or stop it",
+                    state_dir.display()
+                )));
+            }
+        }
+        let git_dir = git2::Repository::open(&repo)
+            .map(|r| r.path().to_path_buf())
+            .map_err(|e| HuntError::BadInput(format!("hunt.repo: {e}")))?;
         let (result_tx, results) = mpsc::channel();
         let groups = Arc::new(Mutex::new(HashMap::new()));
         let mut senders = Vec::new();
         for job in 0..k {
             let src = state_dir.join("checkouts").join(format!("job{job}"));
             let name = format!("firstbad-local-{key}-{job}");
+            // A checkout killed with firstbad (kill -9) leaves its index locked; the lock
+            // above makes this run the only user of the worktree.
+            let stale = git_dir.join("worktrees").join(&name).join("index.lock");
+            if stale.exists() {
+                std::fs::remove_file(&stale).map_err(|e| {
+                    HuntError::Infrastructure(format!("removing {}: {e}", stale.display()))
+                })?;
+            }
             // Make the worktree now, at the bad commit, so that workers only check out.
             let head = git2::Repository::open(&repo)
                 .and_then(|r| r.revparse_single(&cfg.bad).map(|o| o.id().to_string()))
@@ -479,6 +510,7 @@ impl Pool {
             senders,
             results,
             groups,
+            _lock: lock,
         })
     }
 
