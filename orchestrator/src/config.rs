@@ -158,7 +158,7 @@ pub enum HuntFile {
     /// `[build]`, `[[hosts]]`, `[workload]`: build, boot and measure kernels.
     Kernel(Box<HuntConfig>),
     /// `[test]`: run a command in a checkout of each candidate (see [`crate::local`]).
-    Local(LocalConfig),
+    Local(Box<LocalConfig>),
 }
 
 impl HuntFile {
@@ -513,7 +513,7 @@ impl HuntFile {
                 ));
             }
             let (goods, bad) = goods_and_bad;
-            return Ok(HuntFile::Local(LocalConfig {
+            return Ok(HuntFile::Local(Box::new(LocalConfig {
                 source: path.to_owned(),
                 name,
                 repo,
@@ -528,7 +528,7 @@ impl HuntFile {
                     jobs,
                 },
                 report,
-            }));
+            })));
         }
         let missing = |table: &str| {
             v.field(
