@@ -239,6 +239,10 @@ pub struct TestOutcome {
     pub signal: Option<i32>,
     /// Killed by firstbad at `[test] timeout_s`.
     pub timed_out: bool,
+    /// Killed by firstbad because other results had made the commit irrelevant (no longer a
+    /// candidate): no verdict is drawn from it.
+    #[serde(default)]
+    pub cancelled: bool,
     /// Wall time of the run.
     pub seconds: f64,
     /// The last lines of its standard output and error, interleaved.

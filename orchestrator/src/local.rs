@@ -37,7 +37,8 @@
 //! commits that split the candidates into near-equal parts ([`Bisection::next_parallel`],
 //! counting the commits still running), and applies results in the order they arrive
 //! ([`Bisection::mark_result`]); the journal keeps that order, so a resume rebuilds the same
-//! state. With `jobs = 1` the commits tested, in order, are those `git bisect run` tests.
+//! state. A run whose commit the other results have ruled out is killed at once (journalled as
+//! cancelled, never judged), so that its checkout takes a commit that still matters. With `jobs = 1` the commits tested, in order, are those `git bisect run` tests.
 
 use crate::build::checkout_detached;
 use crate::config::{LocalConfig, TestConfig};
@@ -233,130 +234,191 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
 
     let k = cfg.test.jobs as usize;
     let pool = Pool::start(cfg, k)?;
-    let mut idle: Vec<usize> = (0..k).rev().collect();
-    let mut running: HashMap<String, usize> = HashMap::new();
     let started_at = Instant::now();
-    let mut tested = 0usize;
-    let end =
-        loop {
-            // Apply every result that has arrived before deciding anything.
-            let mut results = Vec::new();
-            if running.is_empty() {
-                // Nothing to wait for.
-            } else if idle.is_empty() || !can_dispatch(&bisection, &running, k) {
-                results.push(pool.results.recv().map_err(|_| {
-                    HuntError::Infrastructure("every test checkout stopped".into())
-                })?);
-            }
-            while let Ok(r) = pool.results.try_recv() {
-                results.push(r);
-            }
-            for done in results {
-                running.remove(&done.commit);
-                idle.push(done.job);
-                let outcome = match done.outcome {
-                    Ok(o) => o,
-                    Err(message) => {
-                        pool.kill_all();
-                        return Err(HuntError::Infrastructure(format!(
-                            "checkout {} could not test {}: {message}; rerun to resume",
-                            done.job,
-                            short(&done.commit)
-                        )));
-                    }
-                };
-                journal.append(&Event::TestFinished {
-                    commit: done.commit.clone(),
-                    job: done.job as u32,
-                    outcome: outcome.clone(),
-                })?;
-                tested += 1;
-                match judge(&outcome, &cfg.test.command) {
-                    Judgement::Stop(message) => {
-                        pool.kill_all();
-                        let tail = outcome.output_tail.join("\n");
-                        return Err(HuntError::Infrastructure(format!(
-                            "{}: {message}\n--- last lines of {} ---\n{tail}",
-                            short(&done.commit),
-                            outcome.log.display()
-                        )));
-                    }
-                    Judgement::Verdict(verdict, reason) => {
-                        if let Err(e) = bisection.mark_result(&done.commit, verdict) {
-                            pool.kill_all();
-                            return Err(HuntError::Infrastructure(format!(
-                                "{} is {} ({reason}) but that contradicts earlier verdicts ({e}): \
-                             is the test flaky? The journal is intact",
-                                short(&done.commit),
-                                verdict.as_str()
-                            )));
-                        }
-                        tracing::info!(
-                            "{} is {}: {reason} ({} candidates left)",
-                            short(&done.commit),
-                            verdict.as_str(),
-                            bisection.remaining()
-                        );
-                        journal.append(&Event::Verdict {
-                            commit: done.commit.clone(),
-                            verdict,
-                            reason: reason.clone(),
-                        })?;
-                        state.verdicts.push((done.commit, verdict, reason));
-                    }
-                }
-            }
-
-            match bisection.next() {
-                // Once the search has ended, nothing still running can change the answer: every
-                // candidate other than the bad commit has a verdict or a skip.
-                Next::Found(commit) => break HuntEnd::Found { commit },
-                Next::OnlySkippedLeft(commits) => break HuntEnd::OnlySkippedLeft { commits },
-                Next::Test(_) => {}
-            }
-            if idle.is_empty() {
-                continue;
-            }
-            let choice = bisection.next_parallel(running.len() + idle.len());
-            let fresh: Vec<String> = choice
-                .into_iter()
-                .filter(|c| !running.contains_key(c))
-                .take(idle.len())
-                .collect();
-            for commit in fresh {
-                let job = idle.pop().expect("one idle checkout per chosen commit");
-                tracing::info!(
-                    "testing {} on checkout {job} ({} candidates left, ~{} steps)",
-                    short(&commit),
-                    bisection.remaining(),
-                    bisection.steps_left()
-                );
-                journal.append(&Event::TestStarted {
-                    commit: commit.clone(),
-                    job: job as u32,
-                })?;
-                pool.send(job, commit.clone())?;
-                running.insert(commit, job);
-            }
-            if running.is_empty() {
-                // Cannot happen: next() named a commit to test, so next_parallel names one too.
-                return Err(HuntError::Infrastructure(
-                    "the search named no commit to test".into(),
-                ));
-            }
-        };
+    let mut c = Controller {
+        cfg,
+        journal: &journal,
+        pool: &pool,
+        bisection,
+        idle: (0..k).rev().collect(),
+        running: HashMap::new(),
+        cancelled: HashSet::new(),
+        runs: 0,
+    };
+    let result = c.drive();
     pool.kill_all();
+    let end = result?;
     journal.append(&Event::Finished { end: end.clone() })?;
-    let entries = journal.events()?;
     tracing::info!(
-        "{tested} runs of the command in {:.1} s; the hunt took {} rounds with {k} job(s)",
+        "{} runs of the command in {:.1} s; the hunt took {} rounds with {k} job(s)",
+        c.runs,
         started_at.elapsed().as_secs_f64(),
-        rounds(&entries)
+        rounds(&journal.events()?)
     );
     Ok(Outcome {
         exit_code: end_code(&end),
         end,
     })
+}
+
+/// The deciding half of a local hunt: feeds idle checkouts, applies results as they arrive.
+struct Controller<'a> {
+    cfg: &'a LocalConfig,
+    journal: &'a Journal,
+    pool: &'a Pool,
+    bisection: Bisection,
+    /// Checkouts with nothing to do.
+    idle: Vec<usize>,
+    /// Commits being tested, and where.
+    running: HashMap<String, usize>,
+    /// Running commits killed because other results ruled them out.
+    cancelled: HashSet<String>,
+    /// Runs finished in this process.
+    runs: usize,
+}
+
+impl Controller<'_> {
+    /// Runs the hunt to its end.
+    fn drive(&mut self) -> Result<HuntEnd, HuntError> {
+        let k = self.idle.len() + self.running.len();
+        loop {
+            // Wait only when no checkout can be given anything new.
+            let mut results = Vec::new();
+            let must_wait = !self.running.is_empty()
+                && (self.idle.is_empty() || !can_dispatch(&self.bisection, &self.running, k));
+            if must_wait {
+                let done =
+                    self.pool.results.recv().map_err(|_| {
+                        HuntError::Infrastructure("every test checkout stopped".into())
+                    })?;
+                results.push(done);
+            }
+            // Apply every result that has arrived before deciding anything.
+            while let Ok(r) = self.pool.results.try_recv() {
+                results.push(r);
+            }
+            for done in results {
+                self.apply(done)?;
+            }
+            // A run whose commit other results have ruled out holds a checkout for nothing.
+            for (commit, &job) in &self.running {
+                if !self.bisection.is_candidate(commit) && self.cancelled.insert(commit.clone()) {
+                    tracing::info!(
+                        "cancelling {} on checkout {job}: no longer a candidate",
+                        short(commit)
+                    );
+                    self.pool.cancel(job);
+                }
+            }
+            match self.bisection.next() {
+                // Once the search has ended, nothing still running can change the answer:
+                // every candidate other than the bad commit has a verdict or a skip.
+                Next::Found(commit) => return Ok(HuntEnd::Found { commit }),
+                Next::OnlySkippedLeft(commits) => return Ok(HuntEnd::OnlySkippedLeft { commits }),
+                Next::Test(_) => {}
+            }
+            self.dispatch(k)?;
+        }
+    }
+
+    /// Gives idle checkouts the commits that split the candidates best, counting those running.
+    fn dispatch(&mut self, k: usize) -> Result<(), HuntError> {
+        if self.idle.is_empty() {
+            return Ok(());
+        }
+        let fresh: Vec<String> = self
+            .bisection
+            .next_parallel(k)
+            .into_iter()
+            .filter(|c| !self.running.contains_key(c))
+            .take(self.idle.len())
+            .collect();
+        for commit in fresh {
+            let job = self
+                .idle
+                .pop()
+                .expect("one idle checkout per chosen commit");
+            tracing::info!(
+                "testing {} on checkout {job} ({} candidates left, ~{} steps)",
+                short(&commit),
+                self.bisection.remaining(),
+                self.bisection.steps_left()
+            );
+            self.journal.append(&Event::TestStarted {
+                commit: commit.clone(),
+                job: job as u32,
+            })?;
+            self.pool.send(job, commit.clone())?;
+            self.running.insert(commit, job);
+        }
+        if self.running.is_empty() {
+            // next() named a commit to test, so next_parallel names one too.
+            return Err(HuntError::Infrastructure(
+                "the search named no commit to test".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Journals a finished run and, when it says something about its commit, the verdict.
+    fn apply(&mut self, done: Done) -> Result<(), HuntError> {
+        self.running.remove(&done.commit);
+        self.idle.push(done.job);
+        let command = &self.cfg.test.command;
+        let mut outcome = done.outcome.map_err(|message| {
+            HuntError::Infrastructure(format!(
+                "checkout {} could not test {}: {message}; rerun to resume",
+                done.job,
+                short(&done.commit)
+            ))
+        })?;
+        let was_cancelled = self.cancelled.remove(&done.commit);
+        // Killed because it no longer mattered: recorded, never judged. (A run that ended by
+        // itself just before the kill keeps its verdict.)
+        if was_cancelled && outcome.exit_code.is_none() {
+            outcome.cancelled = true;
+            outcome.signal = None;
+        }
+        self.journal.append(&Event::TestFinished {
+            commit: done.commit.clone(),
+            job: done.job as u32,
+            outcome: outcome.clone(),
+        })?;
+        self.runs += 1;
+        if outcome.cancelled {
+            return Ok(());
+        }
+        match judge(&outcome, command) {
+            Judgement::Stop(message) => Err(HuntError::Infrastructure(format!(
+                "{}: {message}\n--- last lines of {} ---\n{}",
+                short(&done.commit),
+                outcome.log.display(),
+                outcome.output_tail.join("\n")
+            ))),
+            Judgement::Verdict(verdict, reason) => {
+                if let Err(e) = self.bisection.mark_result(&done.commit, verdict) {
+                    return Err(HuntError::Infrastructure(format!(
+                        "{} is {} ({reason}) but that contradicts earlier verdicts ({e}): is \
+                         the test flaky? The journal is intact",
+                        short(&done.commit),
+                        verdict.as_str()
+                    )));
+                }
+                tracing::info!(
+                    "{} is {}: {reason} ({} candidates left)",
+                    short(&done.commit),
+                    verdict.as_str(),
+                    self.bisection.remaining()
+                );
+                self.journal.append(&Event::Verdict {
+                    commit: done.commit,
+                    verdict,
+                    reason,
+                })?;
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Whether an idle checkout could be given a commit that is not already running.
@@ -520,6 +582,17 @@ impl Pool {
             .map_err(|_| HuntError::Infrastructure(format!("checkout {job} stopped")))
     }
 
+    /// Kills the command running on checkout `job`, if any.
+    fn cancel(&self, job: usize) {
+        let groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&pgid) = groups.get(&job) {
+            // SAFETY: kill(2) on a process group this process created; no memory involved.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+
     /// Kills every command still running (their results no longer matter).
     fn kill_all(&self) {
         let groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
@@ -616,6 +689,7 @@ impl Worker {
             exit_code: if timed_out { None } else { status.code() },
             signal: if timed_out { None } else { status.signal() },
             timed_out,
+            cancelled: false,
             seconds,
             output_tail: tail(&log_path, TAIL_LINES),
             log: log_path,
@@ -694,6 +768,7 @@ mod tests {
             exit_code: code,
             signal,
             timed_out,
+            cancelled: false,
             seconds: 3.0,
             output_tail: Vec::new(),
             log: PathBuf::from("x.log"),

@@ -5,7 +5,7 @@
 mod common;
 use common::dag::{linear_shape, random_shape, write_repo, Rng, Shape};
 use common::{git, git_ok};
-use firstbad::journal::{Event, Journal};
+use firstbad::journal::{Event, Journal, TestOutcome};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -153,6 +153,12 @@ struct Case {
 
 impl Case {
     fn new(shape: &Shape, rng: &mut Rng, skip_percent: usize) -> Case {
+        Case::with(shape, rng, skip_percent, false)
+    }
+
+    /// [`Case::new`], with the oldest candidate as the culprit when `oldest` is set; the
+    /// culprit alone carries a file CULPRIT.
+    fn with(shape: &Shape, rng: &mut Rng, skip_percent: usize, oldest: bool) -> Case {
         let n = shape.parents.len();
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
@@ -160,7 +166,11 @@ impl Case {
         let good = rng.below(n / 2);
         let excluded = shape.ancestors(&[good]);
         let candidates: Vec<usize> = (0..n - 1).filter(|&i| !excluded[i]).collect();
-        let culprit = candidates[rng.below(candidates.len())];
+        let culprit = if oldest {
+            candidates[0]
+        } else {
+            candidates[rng.below(candidates.len())]
+        };
         let bug = shape.descendants(culprit);
         let skip: Vec<bool> = (0..n)
             .map(|i| i != n - 1 && i != good && rng.chance(skip_percent))
@@ -169,6 +179,9 @@ impl Case {
             let mut f = Vec::new();
             if bug[i] {
                 f.push(("BUG", String::new()));
+            }
+            if i == culprit {
+                f.push(("CULPRIT", String::new()));
             }
             if skip[i] {
                 f.push(("SKIP", String::new()));
@@ -325,21 +338,32 @@ fn journal(dir: &Path) -> Vec<Event> {
         .collect()
 }
 
-/// A run that hangs until its timeout holds one checkout; the other keeps bisecting, and the
-/// hung commit is a skip with the timeout as its reason.
+/// Results that came in while `hung` was running, and how its run ended.
+fn during_the_run_of(events: &[Event], hung: &str) -> (usize, Option<TestOutcome>) {
+    let mut during = 0;
+    for e in events
+        .iter()
+        .skip_while(|e| !matches!(e, Event::TestStarted { commit, .. } if commit == hung))
+    {
+        match e {
+            Event::TestFinished {
+                commit, outcome, ..
+            } if commit == hung => return (during, Some(outcome.clone())),
+            Event::TestFinished { .. } => during += 1,
+            _ => {}
+        }
+    }
+    (during, None)
+}
+
+/// The culprit's run hangs: it holds one checkout until `timeout_s`, the other checkout keeps
+/// testing what is left, and the culprit is a skip whose reason is the timeout (the answer
+/// holds it, like git's answer with a skipped culprit).
 #[test]
-fn a_hanging_candidate_does_not_stall_the_other_checkouts() {
+fn a_run_that_hangs_until_its_timeout_is_a_skip_and_holds_one_checkout() {
     let mut rng = Rng::new(77);
     let case = Case::new(&linear_shape(200), &mut rng, 0);
-    // The first run to start hangs (far past the timeout); every other takes 50 ms.
-    let flag = case.path().join("hung");
-    let script = script(
-        case.path(),
-        &format!(
-            "if mkdir {} 2>/dev/null; then sleep 300; fi\nsleep 0.05",
-            flag.display()
-        ),
-    );
+    let script = script(case.path(), "test -e CULPRIT && sleep 300\nsleep 0.05");
     let good = case.ids[case.good].clone();
     let hunt = hunt_file(
         case.path(),
@@ -347,56 +371,94 @@ fn a_hanging_candidate_does_not_stall_the_other_checkouts() {
         &good,
         case.bad(),
         &format!("sh {}", script.display()),
-        "jobs = 2\ntimeout_s = 8",
+        "jobs = 2\ntimeout_s = 5",
     );
     let t = Instant::now();
     let (_, end, _) = firstbad_run(&hunt);
     let secs = t.elapsed().as_secs_f64();
-    assert!(end.contains(&case.ids[case.culprit]), "{end:?}");
+    let culprit = &case.ids[case.culprit];
+    assert!(
+        matches!(end, End::OneOf(_)) && end.contains(culprit),
+        "{end:?}"
+    );
     let events = journal(&case.path().join("state-hang"));
-    // The hung run: timed out, or still running when the hunt ended without needing it.
-    let finished: HashMap<&str, bool> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TestFinished {
-                commit, outcome, ..
-            } => Some((commit.as_str(), outcome.timed_out)),
-            _ => None,
-        })
-        .collect();
-    let hung = events
+    let (during, outcome) = during_the_run_of(&events, culprit);
+    let outcome = outcome.expect("the culprit's run ended");
+    assert!(outcome.timed_out, "{outcome:?}");
+    let reason = events
         .iter()
         .find_map(|e| match e {
-            Event::TestStarted { commit, .. } if finished.get(commit.as_str()) != Some(&false) => {
-                Some(commit.clone())
-            }
+            Event::Verdict {
+                commit,
+                verdict,
+                reason,
+            } if commit == culprit => Some((*verdict, reason.clone())),
             _ => None,
         })
-        .expect("a run hung");
-    // Results that came in while the hung run was running (before its end, or the hunt's).
-    let mut during = 0;
-    for e in events
+        .expect("a verdict for the culprit");
+    assert_eq!(reason.0, firstbad::journal::Verdict::Skip);
+    assert!(reason.1.contains("timed out"), "{reason:?}");
+    let runs = events
         .iter()
-        .skip_while(|e| !matches!(e, Event::TestStarted { commit, .. } if commit == &hung))
-    {
-        match e {
-            Event::TestFinished { commit, .. } if commit == &hung => break,
-            Event::TestFinished { .. } => during += 1,
-            _ => {}
-        }
-    }
-    eprintln!("while one run hung, the other checkout finished {during} runs; hunt {secs:.1} s");
-    assert!(
-        during >= 4,
-        "the other checkout was stalled: {during} results"
+        .filter(|e| matches!(e, Event::TestFinished { .. }))
+        .count();
+    eprintln!(
+        "the culprit hung {:.1} s until its timeout; the other checkout finished {during} of \
+         the {} other runs meanwhile; hunt {secs:.1} s",
+        outcome.seconds,
+        runs - 1
     );
-    if let Some(reason) = events.iter().find_map(|e| match e {
-        Event::Verdict { commit, reason, .. } if commit == &hung => Some(reason.clone()),
-        _ => None,
-    }) {
-        assert!(reason.contains("timed out"), "{reason}");
-    }
-    assert!(secs < 60.0, "{secs} s");
+    assert!(secs >= 5.0 && secs < 30.0, "{secs} s");
+}
+
+/// A run hangs on a commit that the other checkout's results then rule out: it is cancelled
+/// at once (journalled, never judged) and the hunt ends long before the hang's timeout.
+#[test]
+fn a_hanging_run_that_is_ruled_out_is_cancelled_without_stalling_the_hunt() {
+    let mut rng = Rng::new(78);
+    // The culprit is the oldest candidate: every commit of the first two runs is bad, and the
+    // hung one is ruled out by the first bad verdict below it.
+    let case = Case::with(&linear_shape(200), &mut rng, 0, true);
+    let flag = case.path().join("hung");
+    let script = script(
+        case.path(),
+        &format!(
+            "if mkdir {f} 2>/dev/null; then echo $FIRSTBAD_COMMIT > {f}/id; sleep 300; fi\nsleep 0.05",
+            f = flag.display()
+        ),
+    );
+    let good = case.ids[case.good].clone();
+    let hunt = hunt_file(
+        case.path(),
+        "cancel",
+        &good,
+        case.bad(),
+        &format!("sh {}", script.display()),
+        "jobs = 2\ntimeout_s = 60",
+    );
+    let t = Instant::now();
+    let (_, end, _) = firstbad_run(&hunt);
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(end, End::Found(case.ids[case.culprit].clone()));
+    let hung = std::fs::read_to_string(flag.join("id"))
+        .expect("a run hung")
+        .trim()
+        .to_string();
+    let events = journal(&case.path().join("state-cancel"));
+    let (during, outcome) = during_the_run_of(&events, &hung);
+    let outcome = outcome.expect("the hung run was ended");
+    assert!(outcome.cancelled && !outcome.timed_out, "{outcome:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e, Event::Verdict { commit, .. } if commit == &hung)),
+        "a cancelled run was judged"
+    );
+    eprintln!(
+        "the hung run was cancelled after {:.1} s, {during} results later; hunt {secs:.1} s",
+        outcome.seconds
+    );
+    assert!(during >= 1 && secs < 30.0, "{during} results, {secs} s");
 }
 
 /// `kill -9` in the middle of a hunt, then the same command: commits with a journalled result

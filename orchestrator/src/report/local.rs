@@ -13,6 +13,7 @@ fn how(outcome: &Option<TestOutcome>) -> String {
     match outcome {
         None => "running (or interrupted)".into(),
         Some(o) if o.timed_out => format!("timed out after {:.1} s", o.seconds),
+        Some(o) if o.cancelled => format!("cancelled after {:.1} s (ruled out)", o.seconds),
         Some(o) => match (o.exit_code, o.signal) {
             (Some(c), _) => format!("exit {c} in {:.1} s", o.seconds),
             (None, Some(s)) => format!("killed by signal {s} after {:.1} s", o.seconds),
@@ -97,7 +98,7 @@ pub fn markdown(
     let failed: Vec<_> = runs(entries)
         .into_iter()
         .filter_map(|(c, _, o)| o.map(|o| (c, o)))
-        .filter(|(_, o)| o.exit_code != Some(0) && !o.output_tail.is_empty())
+        .filter(|(_, o)| o.exit_code != Some(0) && !o.cancelled && !o.output_tail.is_empty())
         .collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "\n## Last lines of runs that did not exit 0\n");
