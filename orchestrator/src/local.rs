@@ -752,13 +752,6 @@ pub fn runs(entries: &[Entry]) -> Vec<(String, u32, Option<TestOutcome>)> {
     out
 }
 
-/// Whether a journal is a local command hunt's (it has runs of a command, or no boots).
-pub fn is_local(entries: &[Entry]) -> bool {
-    entries
-        .iter()
-        .any(|e| matches!(e.event, Event::TestStarted { .. }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -408,7 +408,7 @@ fn a_run_that_hangs_until_its_timeout_is_a_skip_and_holds_one_checkout() {
         outcome.seconds,
         runs - 1
     );
-    assert!(secs >= 5.0 && secs < 30.0, "{secs} s");
+    assert!((5.0..30.0).contains(&secs), "{secs} s");
 }
 
 /// A run hangs on a commit that the other checkout's results then rule out: it is cancelled
