@@ -579,3 +579,69 @@ fn exit_126_and_127_stop_the_hunt_and_name_the_command() {
             .any(|e| matches!(e, Event::TestFinished { .. })));
     }
 }
+
+/// `firstbad run --replay` with the log of a finished `git bisect run`: no command is run, the
+/// answer is git's; the Markdown report and `status` of a local hunt name it too.
+#[test]
+fn replaying_git_bisect_run_s_log_runs_nothing_and_answers_the_same() {
+    let mut rng = Rng::new(31);
+    let case = Case::new(&random_shape(&mut rng, 120), &mut rng, 0);
+    let ran = case.path().join("ran.log");
+    let script = script(
+        case.path(),
+        &format!("echo $FIRSTBAD_COMMIT >> {}", ran.display()),
+    );
+    let good = case.ids[case.good].clone();
+    git_ok(&case.repo(), &["bisect", "start", case.bad(), &good]);
+    git(
+        &case.repo(),
+        &["bisect", "run", "sh", &script.display().to_string()],
+    );
+    let log = git_ok(&case.repo(), &["bisect", "log"]);
+    git_ok(&case.repo(), &["bisect", "reset"]);
+    let git_runs = std::fs::read_to_string(&ran).expect("git ran the script");
+    std::fs::remove_file(&ran).expect("rm");
+    let log_file = case.path().join("git-bisect.log");
+    std::fs::write(&log_file, &log).expect("write");
+
+    let hunt = hunt_file(
+        case.path(),
+        "replay",
+        &good,
+        case.bad(),
+        &format!("sh {}", script.display()),
+        "",
+    );
+    let h = hunt.display().to_string();
+    let out = firstbad(&["run", &h, "--replay", &log_file.display().to_string()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!ran.exists(), "firstbad ran the command after the replay");
+    let culprit = &case.ids[case.culprit];
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&culprit[..12]), "{stdout}");
+    let report = String::from_utf8_lossy(&firstbad(&["report", &h]).stdout).into_owned();
+    assert!(
+        report.contains("## First bad commit") && report.contains(&culprit[..12]),
+        "{report}"
+    );
+    let status = String::from_utf8_lossy(&firstbad(&["status", &h]).stdout).into_owned();
+    assert!(
+        status.contains(&format!("first bad commit {}", &culprit[..12])),
+        "{status}"
+    );
+    let json = firstbad(&["report", &h, "--format", "json"]);
+    assert_eq!(
+        json.status.code(),
+        Some(2),
+        "json of a [test] hunt is refused, not garbled"
+    );
+    eprintln!(
+        "git ran the script {} times; firstbad --replay ran it 0 times",
+        git_runs.lines().count()
+    );
+}
