@@ -31,7 +31,8 @@ struct Cli {
 enum Command {
     /// Start a hunt, or resume it from its journal.
     Run {
-        /// The hunt file (see configs/demo.toml).
+        /// The hunt file (see configs/demo.toml; configs/command.toml for a hunt that runs a
+        /// command in a checkout of each candidate instead of booting kernels).
         hunt: PathBuf,
         /// A `git bisect log` whose verdicts are applied first and not tested again.
         #[arg(long, value_name = "FILE")]
