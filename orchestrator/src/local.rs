@@ -84,8 +84,10 @@ pub fn judge(outcome: &TestOutcome, command: &str) -> Judgement {
         (Some(c @ 1..=124), _) => Judgement::Verdict(Verdict::Bad, format!("exit {c}")),
         (Some(c @ (126 | 127)), _) => Judgement::Stop(format!(
             "the test command `{command}` exited {c} ({}): that is the shell failing to run \
-             it, not a verdict (git bisect run would call the commit bad); fix the command, \
-             or make it exit 125 where it cannot run, then rerun to resume",
+             it, not a verdict (git bisect run would call the commit bad). Install or chmod \
+             what it runs and rerun to resume; a changed `command` is another hunt (another \
+             state_dir), which can start from this one's verdicts: `firstbad log` > file, then \
+             `firstbad run --replay file`; make it exit 125 where it cannot run",
             if c == 126 {
                 "not executable"
             } else {

@@ -550,25 +550,28 @@ fn kill_9_mid_hunt_then_rerun_tests_no_commit_twice() {
     );
 }
 
-/// 126 (not executable) and 127 (not found) are the shell failing, not verdicts: the hunt
-/// stops with exit code 5, names the command, and journals no verdict.
+/// 126 (not executable) and 127 (not found) are the shell failing, not verdicts, and so are
+/// 128 and above and a shell killed by a signal: the hunt stops with exit code 5, names the
+/// command, and journals no verdict; the rerun after a fix resumes and finds the culprit.
 #[test]
-fn exit_126_and_127_stop_the_hunt_and_name_the_command() {
+fn exit_126_127_128_and_signals_stop_the_hunt_and_name_the_command() {
     let mut rng = Rng::new(9);
     let case = Case::new(&linear_shape(40), &mut rng, 0);
     let not_exec = case.path().join("not-executable.sh");
     std::fs::write(&not_exec, "#!/bin/sh\nexit 0\n").expect("write");
     let good = case.ids[case.good].clone();
-    for (name, command, code) in [
-        ("e127", "./no-such-test-script".to_string(), 127),
-        ("e126", not_exec.display().to_string(), 126),
+    for (name, command, says) in [
+        ("e127", "./no-such-test-script".to_string(), "exited 127"),
+        ("e126", not_exec.display().to_string(), "exited 126"),
+        ("e130", "exit 130".to_string(), "exited 130"),
+        ("sig9", "kill -9 $$".to_string(), "killed by signal 9"),
     ] {
         let hunt = hunt_file(case.path(), name, &good, case.bad(), &command, "");
         let out = firstbad(&["run", &hunt.display().to_string()]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(5), "{stderr}");
         assert!(stderr.contains(&format!("`{command}`")), "{stderr}");
-        assert!(stderr.contains(&format!("exited {code}")), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
         let events = journal(&case.path().join(format!("state-{name}")));
         assert!(
             events.iter().all(|e| !matches!(e, Event::Verdict { .. })),
@@ -578,6 +581,18 @@ fn exit_126_and_127_stop_the_hunt_and_name_the_command() {
             .iter()
             .any(|e| matches!(e, Event::TestFinished { .. })));
     }
+    // A fixed command is another hunt (the journal identity holds the command).
+    let script = script(case.path(), "");
+    let hunt = hunt_file(
+        case.path(),
+        "fixed",
+        &good,
+        case.bad(),
+        &format!("sh {}", script.display()),
+        "",
+    );
+    let (_, end, _) = firstbad_run(&hunt);
+    assert_eq!(end, End::Found(case.ids[case.culprit].clone()));
 }
 
 /// `firstbad run --replay` with the log of a finished `git bisect run`: no command is run, the
