@@ -38,7 +38,11 @@
 //! counting the commits still running), and applies results in the order they arrive
 //! ([`Bisection::mark_result`]); the journal keeps that order, so a resume rebuilds the same
 //! state. A run whose commit the other results have ruled out is killed at once (journalled as
-//! cancelled, never judged), so that its checkout takes a commit that still matters. With `jobs = 1` the commits tested, in order, are those `git bisect run` tests.
+//! cancelled, never judged), so that its checkout takes a commit that still matters.
+//!
+//! A checkout that cannot be made or updated (or a log that cannot be written) stops the hunt
+//! with exit code 5 rather than retiring that checkout: the checkouts share one disk and one
+//! repository, so what breaks one almost always breaks the others, and a rerun resumes. With `jobs = 1` the commits tested, in order, are those `git bisect run` tests.
 
 use crate::build::checkout_detached;
 use crate::config::{LocalConfig, TestConfig};
