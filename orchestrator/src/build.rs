@@ -225,35 +225,7 @@ impl Builder {
     fn checkout(&self, commit: &str) -> Result<PathBuf, BuildError> {
         let src = self.work.join("src");
         let name = format!("firstbad-{}", self.key);
-        let repo = git2::Repository::open(&self.repo_path)?;
-        let oid = git2::Oid::from_str(commit)?;
-        let target = repo.find_commit(oid)?;
-        if !src.join(".git").exists() {
-            if let Ok(stale) = repo.find_worktree(&name) {
-                let mut opts = git2::WorktreePruneOptions::new();
-                opts.valid(true).working_tree(true).locked(true);
-                stale.prune(Some(&mut opts))?;
-            }
-            if src.exists() {
-                std::fs::remove_dir_all(&src).map_err(io("removing a stale worktree"))?;
-            }
-            // libgit2 adds a worktree on a new branch; create it at the target, then detach
-            // and delete the branch so the user's repository keeps no trace but the worktree.
-            let branch = repo.branch(&name, &target, true)?;
-            let mut opts = git2::WorktreeAddOptions::new();
-            opts.reference(Some(branch.get()));
-            repo.worktree(&name, &src, Some(&opts))?;
-            let wt = git2::Repository::open(&src)?;
-            wt.set_head_detached(oid)?;
-            drop(wt);
-            repo.find_branch(&name, git2::BranchType::Local)?.delete()?;
-        }
-        let wt = git2::Repository::open(&src)?;
-        let target = wt.find_commit(oid)?;
-        let mut co = git2::build::CheckoutBuilder::new();
-        co.force().remove_untracked(false);
-        wt.checkout_tree(target.as_object(), Some(&mut co))?;
-        wt.set_head_detached(oid)?;
+        checkout_detached(&self.repo_path, &src, &name, commit)?;
         Ok(src)
     }
 
@@ -296,6 +268,56 @@ impl Builder {
         cmd.stdout(out).stderr(err);
         run_with_deadline(cmd, deadline)
     }
+}
+
+/// Checks `commit` out into `src`, a linked worktree of `repo_path` named `name` (created on
+/// first use, detached HEAD; the user's own checkout is never touched). Only files that differ
+/// are rewritten; untracked files are kept, as `git checkout` keeps them.
+pub fn checkout_detached(
+    repo_path: &Path,
+    src: &Path,
+    name: &str,
+    commit: &str,
+) -> Result<(), BuildError> {
+    let repo = git2::Repository::open(repo_path)?;
+    let oid = git2::Oid::from_str(commit)?;
+    let target = repo.find_commit(oid)?;
+    if !src.join(".git").exists() {
+        if let Ok(stale) = repo.find_worktree(name) {
+            let mut opts = git2::WorktreePruneOptions::new();
+            opts.valid(true).working_tree(true).locked(true);
+            stale.prune(Some(&mut opts))?;
+        }
+        if src.exists() {
+            std::fs::remove_dir_all(src).map_err(io("removing a stale worktree"))?;
+        }
+        // What an interrupted attempt may have left, which libgit2 neither lists nor prunes:
+        // the administrative directory and the branch it was made through (both ours by name).
+        let admin = repo.path().join("worktrees").join(name);
+        if admin.exists() {
+            std::fs::remove_dir_all(&admin).map_err(io("removing a stale worktree entry"))?;
+        }
+        if let Ok(mut b) = repo.find_branch(name, git2::BranchType::Local) {
+            b.delete()?;
+        }
+        // libgit2 adds a worktree on a new branch; create it at the target, then detach
+        // and delete the branch so the user's repository keeps no trace but the worktree.
+        let branch = repo.branch(name, &target, true)?;
+        let mut opts = git2::WorktreeAddOptions::new();
+        opts.reference(Some(branch.get()));
+        repo.worktree(name, src, Some(&opts))?;
+        let wt = git2::Repository::open(src)?;
+        wt.set_head_detached(oid)?;
+        drop(wt);
+        repo.find_branch(name, git2::BranchType::Local)?.delete()?;
+    }
+    let wt = git2::Repository::open(src)?;
+    let target = wt.find_commit(oid)?;
+    let mut co = git2::build::CheckoutBuilder::new();
+    co.force().remove_untracked(false);
+    wt.checkout_tree(target.as_object(), Some(&mut co))?;
+    wt.set_head_detached(oid)?;
+    Ok(())
 }
 
 enum MakeResult {

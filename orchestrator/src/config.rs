@@ -14,14 +14,23 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 struct RawHunt {
     hunt: RawHuntSection,
-    build: RawBuild,
+    build: Option<RawBuild>,
     #[serde(default)]
     hosts: Vec<RawHost>,
-    workload: RawWorkloadRef,
-    #[serde(default)]
-    classify: RawClassify,
+    workload: Option<RawWorkloadRef>,
+    classify: Option<RawClassify>,
+    test: Option<RawTest>,
     #[serde(default)]
     report: RawReport,
+}
+
+/// `[test]`: a command run in a checkout of each candidate (a local command hunt).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTest {
+    command: String,
+    timeout_s: Option<u64>,
+    jobs: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -147,6 +156,77 @@ pub struct HuntConfig {
     pub classify: ClassifyConfig,
     /// What reports add: a web link for commits and the trailers of the e-mail report.
     pub report: ReportConfig,
+}
+
+/// A validated hunt file: a kernel hunt, or a command run on this machine.
+#[derive(Debug, Clone)]
+pub enum HuntFile {
+    /// `[build]`, `[[hosts]]`, `[workload]`: build, boot and measure kernels.
+    Kernel(Box<HuntConfig>),
+    /// `[test]`: run a command in a checkout of each candidate (see [`crate::local`]).
+    Local(Box<LocalConfig>),
+}
+
+impl HuntFile {
+    /// The hunt's name.
+    pub fn name(&self) -> &str {
+        match self {
+            HuntFile::Kernel(c) => &c.name,
+            HuntFile::Local(c) => &c.name,
+        }
+    }
+
+    /// Where the hunt's journal lives.
+    pub fn state_dir(&self) -> &Path {
+        match self {
+            HuntFile::Kernel(c) => &c.state_dir,
+            HuntFile::Local(c) => &c.state_dir,
+        }
+    }
+
+    /// The repository bisected.
+    pub fn repo(&self) -> &Path {
+        match self {
+            HuntFile::Kernel(c) => &c.repo,
+            HuntFile::Local(c) => &c.repo,
+        }
+    }
+}
+
+/// A validated local command hunt: `[hunt]` and `[test]`, no kernel.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    /// The file this came from, for messages.
+    pub source: PathBuf,
+    /// Short name of the hunt (used for the default state directory).
+    pub name: String,
+    /// The git repository.
+    pub repo: PathBuf,
+    /// The known-good revisions (at least one).
+    pub goods: Vec<String>,
+    /// The known-bad revision.
+    pub bad: String,
+    /// Only commits changing these paths are tested (`git bisect start -- <paths>`).
+    pub paths: Vec<String>,
+    /// Follow only first parents (`git bisect start --first-parent`).
+    pub first_parent: bool,
+    /// Where the journal, the checkouts and the command logs live.
+    pub state_dir: PathBuf,
+    /// The command and how it runs.
+    pub test: TestConfig,
+    /// What reports add.
+    pub report: ReportConfig,
+}
+
+/// The `[test]` table: the command that judges a candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestConfig {
+    /// Run with `sh -c` in a checkout of the candidate; exit status as `git bisect run`.
+    pub command: String,
+    /// A run that lasts longer is killed (with its process group); the commit is skipped.
+    pub timeout_s: u64,
+    /// Checkouts tested at once (the "hosts" of a local hunt).
+    pub jobs: u32,
 }
 
 /// The optional `[report]` table.
@@ -320,6 +400,32 @@ impl HuntConfig {
 
     /// Validates hunt-file text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<HuntConfig, ConfigError> {
+        match HuntFile::parse(path, text)? {
+            HuntFile::Kernel(cfg) => Ok(*cfg),
+            HuntFile::Local(_) => Err(ConfigError::Field {
+                path: path.to_owned(),
+                field: "test".into(),
+                message: "this hunt runs a command on this machine ([test]), it boots no kernel: \
+                          `firstbad run` handles it; `try` is for kernel hunts"
+                    .into(),
+            }),
+        }
+    }
+}
+
+impl HuntFile {
+    /// Reads and validates a hunt file of either kind.
+    pub fn load(path: &Path) -> Result<HuntFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Validates hunt-file text of either kind: `[test]` makes a local command hunt,
+    /// `[build]` + `[[hosts]]` + `[workload]` a kernel hunt.
+    pub fn parse(path: &Path, text: &str) -> Result<HuntFile, ConfigError> {
         let raw: RawHunt = toml::from_str(text).map_err(|e| ConfigError::Syntax {
             path: path.to_owned(),
             message: e.to_string(),
@@ -382,8 +488,84 @@ impl HuntConfig {
             Some(s) => v.path("hunt.state_dir", s)?,
             None => base.join("firstbad-state").join(&name),
         };
+        if let Some(link) = &raw.report.web_link {
+            if !link.contains("{commit}") {
+                return Err(v.field(
+                    "report.web_link",
+                    format!("{link:?} has no {{commit}}: e.g. \"https://git.kernel.org/torvalds/c/{{commit}}\""),
+                ));
+            }
+        }
+        let report = ReportConfig {
+            web_link: raw.report.web_link,
+            bisected_by: raw.report.bisected_by,
+            reported_by: raw.report.reported_by,
+        };
+        let goods_and_bad = (goods, raw.hunt.bad);
 
-        let kernel_config = v.path("build.config", &raw.build.config)?;
+        if let Some(test) = raw.test {
+            // A command hunt has no kernel to build or boot: a kernel table beside [test] is a
+            // mistake (which of the two tests was meant?), not something to ignore.
+            let kernel_tables = [
+                ("build", raw.build.is_some()),
+                ("hosts", !raw.hosts.is_empty()),
+                ("workload", raw.workload.is_some()),
+                ("classify", raw.classify.is_some()),
+            ];
+            if let Some((table, _)) = kernel_tables.iter().find(|(_, present)| *present) {
+                return Err(v.field(
+                    table,
+                    "a hunt with [test] runs a command and boots no kernel: remove this table, \
+                     or remove [test] to bisect with kernel builds and boots",
+                ));
+            }
+            if test.command.trim().is_empty() {
+                return Err(v.field(
+                    "test.command",
+                    "is empty: give a shell command, e.g. \"make -s check\"",
+                ));
+            }
+            // An hour: a test suite that runs longer is rarely what one bisects with.
+            let timeout_s = test.timeout_s.unwrap_or(3600);
+            if timeout_s == 0 {
+                return Err(v.field("test.timeout_s", "must be at least 1 (seconds)"));
+            }
+            let jobs = test.jobs.unwrap_or(1);
+            if !(1..=64).contains(&jobs) {
+                return Err(v.field(
+                    "test.jobs",
+                    format!("{jobs} is not between 1 and 64 (checkouts tested at once)"),
+                ));
+            }
+            let (goods, bad) = goods_and_bad;
+            return Ok(HuntFile::Local(Box::new(LocalConfig {
+                source: path.to_owned(),
+                name,
+                repo,
+                goods,
+                bad,
+                paths: raw.hunt.paths,
+                first_parent: raw.hunt.first_parent,
+                state_dir,
+                test: TestConfig {
+                    command: test.command,
+                    timeout_s,
+                    jobs,
+                },
+                report,
+            })));
+        }
+        let missing = |table: &str| {
+            v.field(
+                table,
+                "missing: a kernel hunt needs [build], [[hosts]] and [workload]; a hunt that \
+                 runs a command in a checkout of each candidate needs [test] instead",
+            )
+        };
+        let raw_build = raw.build.ok_or_else(|| missing("build"))?;
+        let raw_workload = raw.workload.ok_or_else(|| missing("workload"))?;
+
+        let kernel_config = v.path("build.config", &raw_build.config)?;
         if !kernel_config.is_file() {
             return Err(v.field(
                 "build.config",
@@ -393,11 +575,11 @@ impl HuntConfig {
                 ),
             ));
         }
-        let cache_dir = match &raw.build.cache_dir {
+        let cache_dir = match &raw_build.cache_dir {
             Some(s) => v.path("build.cache_dir", s)?,
             None => default_cache_dir().join("builds"),
         };
-        let ccache = match raw.build.ccache.as_str() {
+        let ccache = match raw_build.ccache.as_str() {
             "auto" => Ccache::Auto,
             "on" | "true" => Ccache::On,
             "off" | "false" => Ccache::Off,
@@ -408,7 +590,7 @@ impl HuntConfig {
                 ))
             }
         };
-        let jobs = raw.build.jobs.unwrap_or_else(|| {
+        let jobs = raw_build.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get() as u32)
                 .unwrap_or(1)
@@ -421,9 +603,9 @@ impl HuntConfig {
             cache_dir,
             jobs,
             ccache,
-            make_args: raw.build.make_args,
+            make_args: raw_build.make_args,
             // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
-            timeout_s: raw.build.timeout_s.unwrap_or(3600),
+            timeout_s: raw_build.timeout_s.unwrap_or(3600),
         };
 
         if raw.hosts.is_empty() {
@@ -479,9 +661,9 @@ impl HuntConfig {
             });
         }
 
-        let wl_path = v.path("workload.file", &raw.workload.file)?;
+        let wl_path = v.path("workload.file", &raw_workload.file)?;
         let workload = load_workload(&wl_path)?;
-        let metric = raw.workload.metric;
+        let metric = raw_workload.metric;
         // fio and command workloads name their metrics after the job file or script, so they
         // can only be checked once a run has reported.
         let known: Option<&[&str]> = match &workload {
@@ -500,7 +682,7 @@ impl HuntConfig {
                 ),
             ));
         }
-        let direction = match raw.workload.direction.as_str() {
+        let direction = match raw_workload.direction.as_str() {
             "lower-is-better" => Direction::LowerIsBetter,
             "higher-is-better" => Direction::HigherIsBetter,
             other => {
@@ -515,10 +697,10 @@ impl HuntConfig {
             workload,
             metric,
             direction,
-            timeout_s: raw.workload.timeout_s.unwrap_or(600),
+            timeout_s: raw_workload.timeout_s.unwrap_or(600),
         };
 
-        let c = raw.classify;
+        let c = raw.classify.unwrap_or_default();
         if c.baseline_boots.is_some() {
             return Err(v.field(
                 "classify.baseline_boots",
@@ -617,26 +799,13 @@ impl HuntConfig {
             ));
         }
 
-        if let Some(link) = &raw.report.web_link {
-            if !link.contains("{commit}") {
-                return Err(v.field(
-                    "report.web_link",
-                    format!("{link:?} has no {{commit}}: e.g. \"https://git.kernel.org/torvalds/c/{{commit}}\""),
-                ));
-            }
-        }
-        let report = ReportConfig {
-            web_link: raw.report.web_link,
-            bisected_by: raw.report.bisected_by,
-            reported_by: raw.report.reported_by,
-        };
-
-        Ok(HuntConfig {
+        let (goods, bad) = goods_and_bad;
+        Ok(HuntFile::Kernel(Box::new(HuntConfig {
             source: path.to_owned(),
             name,
             repo,
             goods,
-            bad: raw.hunt.bad,
+            bad,
             paths: raw.hunt.paths,
             first_parent: raw.hunt.first_parent,
             state_dir,
@@ -645,7 +814,7 @@ impl HuntConfig {
             workload,
             classify,
             report,
-        })
+        })))
     }
 }
 
@@ -889,6 +1058,54 @@ mod tests {
         std::fs::write(&p, text.replace("[\"v1\", \"v0.9\"]", "[]")).unwrap();
         let e = HuntConfig::load(&p).unwrap_err().to_string();
         assert!(e.contains("hunt.good") && e.contains("at least one"), "{e}");
+    }
+
+    #[test]
+    fn a_test_table_makes_a_local_command_hunt_without_kernel_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[hunt]\nname = \"l\"\nrepo = \"r\"\ngood = \"v1\"\nbad = \"v2\"\n\n[test]\ncommand = \"make -s check\"\njobs = 3\n";
+        let p = write(dir.path(), "hunt.toml", text);
+        let HuntFile::Local(c) = HuntFile::load(&p).unwrap() else {
+            panic!("not a local hunt")
+        };
+        assert_eq!(c.test.command, "make -s check");
+        assert_eq!((c.test.jobs, c.test.timeout_s), (3, 3600));
+        // HuntConfig (kernel hunts) refuses it, naming the table.
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains(": test:"), "{e}");
+        // Mixing it with a kernel table is an error that names the table.
+        write(
+            dir.path(),
+            "hunt.toml",
+            &format!("{text}\n[build]\nconfig = \"k\"\n"),
+        );
+        let e = HuntFile::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("hunt.toml: build:") && e.contains("[test]"),
+            "{e}"
+        );
+        write(
+            dir.path(),
+            "hunt.toml",
+            &text.replace("jobs = 3", "jobs = 0"),
+        );
+        let e = HuntFile::load(&p).unwrap_err().to_string();
+        assert!(e.contains("test.jobs"), "{e}");
+        write(
+            dir.path(),
+            "hunt.toml",
+            &text.replace("jobs = 3", "job = 3"),
+        );
+        let e = HuntFile::load(&p).unwrap_err().to_string();
+        assert!(e.contains("job"), "{e}");
+        // Neither [test] nor [build]: the message says both ways.
+        write(
+            dir.path(),
+            "hunt.toml",
+            text.split("[test]").next().unwrap(),
+        );
+        let e = HuntFile::load(&p).unwrap_err().to_string();
+        assert!(e.contains("build: missing") && e.contains("[test]"), "{e}");
     }
 
     #[test]

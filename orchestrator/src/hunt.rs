@@ -194,6 +194,8 @@ impl HuntState {
                 } => s.verdicts.push((commit.clone(), *verdict, reason.clone())),
                 Event::Finished { end } => s.end = Some(end.clone()),
                 Event::Range(r) => s.range = Some(r.clone()),
+                // Local command hunts (crate::local) keep their own view of these.
+                Event::TestStarted { .. } | Event::TestFinished { .. } => {}
             }
         }
         s

@@ -239,11 +239,50 @@ pub enum Event {
     /// The range options and what was done to the user's revisions (written once, after
     /// `HuntStarted`, when a range option is set or something must be said).
     Range(RangeInfo),
+    /// A local command hunt started its command on a commit, in checkout `job` (a `[test]`
+    /// hunt; kernel hunts never write it).
+    TestStarted {
+        /// The commit.
+        commit: String,
+        /// The checkout (worker) running it, from 0.
+        job: u32,
+    },
+    /// The command of a local command hunt ended on a commit; a `Verdict` follows unless the
+    /// run said nothing about the commit (then the hunt stops, see [`crate::local`]).
+    TestFinished {
+        /// The commit.
+        commit: String,
+        /// The checkout (worker) that ran it.
+        job: u32,
+        /// How it ended.
+        outcome: TestOutcome,
+    },
     /// The hunt ended.
     Finished {
         /// How.
         end: HuntEnd,
     },
+}
+
+/// How one run of a local hunt's command ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    /// The exit status, when the command exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed the shell, when it did not exit (not set for a timeout).
+    pub signal: Option<i32>,
+    /// Killed by firstbad at `[test] timeout_s`.
+    pub timed_out: bool,
+    /// Killed by firstbad because other results had made the commit irrelevant (no longer a
+    /// candidate): no verdict is drawn from it.
+    #[serde(default)]
+    pub cancelled: bool,
+    /// Wall time of the run.
+    pub seconds: f64,
+    /// The last lines of its standard output and error, interleaved.
+    pub output_tail: Vec<String>,
+    /// The whole output.
+    pub log: PathBuf,
 }
 
 /// How a hunt's range was set up beyond one good and one bad revision.
@@ -380,6 +419,8 @@ impl Journal {
             | Event::BuildFinished { commit, .. }
             | Event::BootStarted { commit, .. }
             | Event::BootFinished { commit, .. }
+            | Event::TestStarted { commit, .. }
+            | Event::TestFinished { commit, .. }
             | Event::Verdict { commit, .. }
             | Event::ConfirmStarted { commit, .. }
             | Event::Confirmation { commit, .. } => Some(commit.clone()),

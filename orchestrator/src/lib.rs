@@ -12,6 +12,7 @@ pub mod history;
 pub mod hosts;
 pub mod hunt;
 pub mod journal;
+pub mod local;
 pub mod posterior;
 pub mod replay;
 pub mod report;

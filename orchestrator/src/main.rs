@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use firstbad::config::HuntConfig;
+use firstbad::config::{HuntConfig, HuntFile, LocalConfig};
 use firstbad::error::exit_code;
 use firstbad::history::{CommitInfo, History};
 use firstbad::hunt::{self, journal_path, short, HuntState};
@@ -31,7 +31,8 @@ struct Cli {
 enum Command {
     /// Start a hunt, or resume it from its journal.
     Run {
-        /// The hunt file (see configs/demo.toml).
+        /// The hunt file (see configs/demo.toml; configs/command.toml for a hunt that runs a
+        /// command in a checkout of each candidate instead of booting kernels).
         hunt: PathBuf,
         /// A `git bisect log` whose verdicts are applied first and not tested again.
         #[arg(long, value_name = "FILE")]
@@ -125,6 +126,13 @@ fn main() -> ExitCode {
     }
 }
 
+fn load_file(path: &Path) -> Result<HuntFile, u8> {
+    HuntFile::load(path).map_err(|e| {
+        eprintln!("firstbad: {e}");
+        exit_code::BAD_INPUT
+    })
+}
+
 fn load(path: &Path) -> Result<HuntConfig, u8> {
     HuntConfig::load(path).map_err(|e| {
         eprintln!("firstbad: {e}");
@@ -151,14 +159,19 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Run { hunt, replay } => {
-            let cfg = match load(&hunt) {
+            let file = match load_file(&hunt) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let rt = runtime()?;
-            match rt.block_on(hunt::run_with(&cfg, replay.as_deref())) {
+            let result = match &file {
+                HuntFile::Kernel(cfg) => {
+                    runtime()?.block_on(hunt::run_with(cfg, replay.as_deref()))
+                }
+                HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
+            };
+            match result {
                 Ok(outcome) => {
-                    let history = History::open(&cfg.repo).ok();
+                    let history = History::open(file.repo()).ok();
                     let commits = RepoCommits(history);
                     match &outcome.end {
                         HuntEnd::Found { commit } => {
@@ -211,12 +224,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             follow,
             interval,
         } => {
-            let cfg = match load(&hunt) {
+            let file = match load_file(&hunt) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
             loop {
-                let path = journal_path(&cfg.state_dir);
+                let path = journal_path(file.state_dir());
                 let opened = if path.exists() {
                     let j = Journal::open_read_only(&path)?;
                     j.identity()?
@@ -229,8 +242,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     None => {
                         println!(
                             "{}: not started (no journal in {})",
-                            cfg.name,
-                            cfg.state_dir.display()
+                            file.name(),
+                            file.state_dir().display()
                         );
                         false
                     }
@@ -241,7 +254,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         if follow && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
                             print!("\x1b[2J\x1b[H");
                         }
-                        print!("{}", report::status::render(&cfg, &id, &entries, now));
+                        match &file {
+                            HuntFile::Kernel(cfg) => {
+                                print!("{}", report::status::render(cfg, &id, &entries, now))
+                            }
+                            HuntFile::Local(cfg) => {
+                                print!("{}", report::local::status(cfg, &id, &entries, now))
+                            }
+                        }
                         HuntState::replay(&entries).end.is_some()
                     }
                 };
@@ -312,8 +332,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 
 /// Prints (or writes to `output`) the report in `format`, or the bisect log for `None`.
 fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> anyhow::Result<u8> {
-    let cfg = match load(hunt) {
-        Ok(c) => c,
+    let cfg = match load_file(hunt) {
+        Ok(HuntFile::Kernel(c)) => c,
+        Ok(HuntFile::Local(c)) => return local_report_cmd(hunt, &c, format, output),
         Err(code) => return Ok(code),
     };
     let Some((id, state)) = open_state(&cfg)? else {
@@ -350,6 +371,54 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
                 &report::Report::build(&ctx, &id, &state, &commits),
                 range.as_deref(),
             )
+        }
+    };
+    match output {
+        Some(path) => {
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("firstbad: wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(exit_code::OK)
+}
+
+/// [`report_cmd`] for a local command hunt: the bisect log and the Markdown report.
+fn local_report_cmd(
+    hunt: &Path,
+    cfg: &LocalConfig,
+    format: Option<Format>,
+    output: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    let path = journal_path(&cfg.state_dir);
+    let opened = if path.exists() {
+        let j = Journal::open_read_only(&path)?;
+        j.identity()?
+            .map(|id| j.events().map(|e| (id, e)))
+            .transpose()?
+    } else {
+        None
+    };
+    let Some((id, entries)) = opened else {
+        eprintln!(
+            "firstbad: {}: no journal in {}: run `firstbad run {}` first",
+            cfg.name,
+            cfg.state_dir.display(),
+            hunt.display()
+        );
+        return Ok(exit_code::BAD_INPUT);
+    };
+    let commits = report::GitCommits::open(&cfg.repo);
+    let text = match format {
+        None => report::bisect_log(&id, &HuntState::replay(&entries), &commits),
+        Some(Format::Markdown) => report::local::markdown(cfg, &id, &entries, &commits),
+        Some(_) => {
+            eprintln!(
+                "firstbad: {}: a hunt with [test] has Markdown reports and the bisect log \
+                 (`firstbad log`); email, json and html describe kernel boots",
+                hunt.display()
+            );
+            return Ok(exit_code::BAD_INPUT);
         }
     };
     match output {

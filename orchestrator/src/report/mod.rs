@@ -8,6 +8,7 @@
 
 pub mod email;
 pub mod html;
+pub mod local;
 mod markdown;
 pub mod stats;
 pub mod status;

@@ -37,3 +37,5 @@ pub fn git_ok(dir: &Path, args: &[&str]) -> String {
 pub fn git_str(dir: &Path, args: &[&str]) -> String {
     git_ok(dir, args).trim().to_owned()
 }
+
+pub mod dag;
