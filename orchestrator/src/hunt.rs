@@ -15,7 +15,9 @@ use crate::journal::{
     BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, RangeInfo,
     Verdict,
 };
-use crate::posterior::{commit_evidence, dag_confidence};
+use crate::posterior::{
+    best_class, commit_evidence, dag_confidence, dag_posterior, most_informative,
+};
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
     self, assess_baselines, oriented, AbsoluteTest, BaselineOutcome, Call, Model, SequentialConfig,
@@ -116,6 +118,8 @@ pub struct HuntState {
     pub confirm: Option<ConfirmStart>,
     /// The final re-test's result.
     pub confirmation: Option<Confirmation>,
+    /// Boots (failed ones too) since the last verdict: what the posterior phase has spent.
+    pub boots_since_verdict: usize,
     /// How the hunt ended, if it did.
     pub end: Option<HuntEnd>,
     /// Number of candidates at the start.
@@ -153,6 +157,7 @@ impl HuntState {
                         outcome: outcome.clone(),
                     });
                     s.in_flight = None;
+                    s.boots_since_verdict += 1;
                 }
                 Event::BaselinesConfirmed { summary, boots } => {
                     s.baselines = Some(summary.clone());
@@ -191,7 +196,10 @@ impl HuntState {
                     commit,
                     verdict,
                     reason,
-                } => s.verdicts.push((commit.clone(), *verdict, reason.clone())),
+                } => {
+                    s.verdicts.push((commit.clone(), *verdict, reason.clone()));
+                    s.boots_since_verdict = 0;
+                }
                 Event::Finished { end } => s.end = Some(end.clone()),
                 Event::Range(r) => s.range = Some(r.clone()),
                 // Local command hunts (crate::local) keep their own view of these.
@@ -486,11 +494,25 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
                     reason: reason.clone(),
                 })?;
                 state.verdicts.push((commit.clone(), verdict, reason));
+                state.boots_since_verdict = 0;
                 bisection
                     .mark(&commit, verdict)
                     .expect("the engine's own candidate can be marked");
             }
         }
+    };
+    // The posterior phase: git bisect's answer rests on hard verdicts, each wrong with
+    // probability alpha or beta; the posterior over every boot decides, re-booting what is in
+    // doubt. A re-test already under way fixes the culprit (resume exactly).
+    let end = match (&state.confirm, judge.model()) {
+        (Some(c), _) => HuntEnd::Found {
+            commit: c.commit.clone(),
+        },
+        (None, Some(model)) if cfg.classify.refine_boots > 0 => {
+            ctx.refine(&mut state, model, &dag, &hypotheses, end)
+                .await?
+        }
+        _ => end,
     };
     if let HuntEnd::Found { commit } = &end {
         let parent = first_parent(&history, commit)?;
@@ -891,6 +913,7 @@ impl Ctx<'_> {
                 host: self.host.name().to_owned(),
                 outcome,
             });
+        state.boots_since_verdict += 1;
         Ok(())
     }
 
@@ -1156,6 +1179,95 @@ impl Ctx<'_> {
         }
         tracing::info!("no drift: {summary}");
         Ok(())
+    }
+
+    /// The posterior phase after the bisection: until one commit alone holds `confidence` of
+    /// the posterior (or `refine_boots` boots are spent), boots an untested commit inside the
+    /// most probable class when it holds several, otherwise the tested commit in most doubt.
+    /// Returns the most probable culprit, or `end` unchanged when nothing was tested.
+    async fn refine(
+        &mut self,
+        state: &mut HuntState,
+        model: &Model,
+        dag: &Dag,
+        hypotheses: &[usize],
+        end: HuntEnd,
+    ) -> Result<HuntEnd, HuntError> {
+        let c = &self.cfg.classify;
+        // With paths, commits that do not touch them share a class with one that does and are
+        // not candidates for git either: a class is then answered by its tested member.
+        let split = self.cfg.paths.is_empty();
+        let mut rows: HashMap<usize, Vec<bool>> = HashMap::new();
+        loop {
+            let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
+            for &t in hypotheses {
+                if let Some(e) = commit_evidence(model, &state.values(&dag.nodes()[t].id)) {
+                    let row = rows
+                        .entry(t)
+                        .or_insert_with(|| bad_under(dag, hypotheses, t))
+                        .clone();
+                    tested.push(t);
+                    under.push(row);
+                    evidence.push(e);
+                }
+            }
+            if tested.is_empty() {
+                return Ok(end);
+            }
+            let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence);
+            let (class, mass) = best_class(&p, &under).expect("a range has a candidate");
+            let answer = class
+                .iter()
+                .copied()
+                .find(|&h| tested.contains(&hypotheses[h]))
+                .unwrap_or(class[0]);
+            let found = HuntEnd::Found {
+                commit: dag.nodes()[hypotheses[answer]].id.clone(),
+            };
+            // Commits that cannot give evidence: they do not build, or keep failing to boot.
+            let usable = |state: &HuntState, id: &str| {
+                !matches!(state.builds.get(id), Some(BuildOutcome::Failed { .. }))
+                    && state.failures(id).len() < c.max_failed_boots as usize
+            };
+            let untested: Vec<usize> = class
+                .iter()
+                .map(|&h| hypotheses[h])
+                .filter(|i| !tested.contains(i) && usable(state, &dag.nodes()[*i].id))
+                .collect();
+            let settled = mass >= c.confidence && (class.len() == 1 || !split);
+            if settled || state.boots_since_verdict >= c.refine_boots as usize {
+                tracing::info!(
+                    "posterior: {} at {:.1}% ({} boots in this phase)",
+                    short(&dag.nodes()[hypotheses[answer]].id),
+                    mass * 100.0,
+                    state.boots_since_verdict
+                );
+                return Ok(found);
+            }
+            let probe = if split && !untested.is_empty() {
+                untested[untested.len() / 2]
+            } else {
+                let doubt: Vec<usize> = (0..tested.len())
+                    .filter(|&i| usable(state, &dag.nodes()[tested[i]].id))
+                    .collect();
+                let rows: Vec<Vec<bool>> = doubt.iter().map(|&i| under[i].clone()).collect();
+                match most_informative(&p, &rows) {
+                    Some(i) => tested[doubt[i]],
+                    None => return Ok(found),
+                }
+            };
+            let id = dag.nodes()[probe].id.clone();
+            tracing::info!(
+                "posterior: best {} at {:.1}%; booting {} again",
+                short(&dag.nodes()[hypotheses[answer]].id),
+                mass * 100.0,
+                short(&id)
+            );
+            if let BuildOutcome::Failed { .. } = self.ensure_built(state, &id).await? {
+                continue;
+            }
+            self.measure_boot(state, &id).await?;
+        }
     }
 
     /// The final re-test: the culprit and its first parent booted in interleaved pairs, then

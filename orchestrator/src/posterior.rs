@@ -281,19 +281,13 @@ pub fn commit_evidence(model: &Model, values: &[f64]) -> Option<[f64; 3]> {
     Some(model.mean_loglik(mean, kept.len(), NONE_LEVELS))
 }
 
-/// The posterior probability that the culprit of a DAG range is `claimed`, or a commit the
-/// tests cannot tell apart from it, from every tested commit's evidence.
+/// The posterior over the culprits of a DAG range: one probability per hypothesis, then NONE.
 ///
 /// Pure. Hypothesis `h` (one per candidate, flat prior) says `h` and its descendants are bad and
 /// everything else good; `bad_under[t][h]` says whether tested commit `t` is bad under `h` (it
 /// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. NONE ("no
-/// single culprit", prior [`NONE_PRIOR`]) puts each tested commit at its own level. Hypotheses
-/// with the same pattern over the tested commits are one class: with path-limited ranges the
-/// commits that do not touch the paths sit in the class of the first one below them that does,
-/// which is what `git bisect start -- <paths>` reports as well.
-pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[[f64; 3]], claimed: usize) -> f64 {
-    let n = bad_under.first().map_or(0, Vec::len);
-    assert!(claimed < n, "the claimed culprit is a hypothesis");
+/// single culprit", prior [`NONE_PRIOR`]) puts each tested commit at its own level.
+pub fn dag_posterior(n: usize, bad_under: &[Vec<bool>], evidence: &[[f64; 3]]) -> (Vec<f64>, f64) {
     assert_eq!(
         bad_under.len(),
         evidence.len(),
@@ -317,11 +311,59 @@ pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[[f64; 3]], claimed: u
             .map(|e| logsumexp(e.iter().copied()) - ln_levels)
             .sum::<f64>();
     let z = logsumexp(log_h.iter().copied().chain(std::iter::once(log_none)));
+    (
+        log_h.iter().map(|l| (l - z).exp()).collect(),
+        (log_none - z).exp(),
+    )
+}
+
+/// The posterior probability that the culprit is `claimed`, or a commit the tests cannot tell
+/// apart from it (the same pattern over the tested commits: with path-limited ranges the
+/// commits that do not touch the paths sit in the class of the first one below them that does,
+/// which is what `git bisect start -- <paths>` reports as well). See [`dag_posterior`].
+pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[[f64; 3]], claimed: usize) -> f64 {
+    let n = bad_under.first().map_or(0, Vec::len);
+    assert!(claimed < n, "the claimed culprit is a hypothesis");
+    let (p, _) = dag_posterior(n, bad_under, evidence);
     let same = |h: usize| bad_under.iter().all(|b| b[h] == b[claimed]);
-    (0..n)
-        .filter(|&h| same(h))
-        .map(|h| (log_h[h] - z).exp())
-        .sum()
+    (0..n).filter(|&h| same(h)).map(|h| p[h]).sum()
+}
+
+/// Of the tested commits, the one whose next boot teaches the most about the culprit: the
+/// largest q(1 − q), where q is the probability that the commit is bad (the mass of the
+/// hypotheses under which it is). `None` when nothing was tested.
+pub fn most_informative(p: &[f64], bad_under: &[Vec<bool>]) -> Option<usize> {
+    let total: f64 = p.iter().sum();
+    bad_under
+        .iter()
+        .map(|b| {
+            let q = p
+                .iter()
+                .zip(b)
+                .filter(|(_, &bad)| bad)
+                .map(|(x, _)| x)
+                .sum::<f64>()
+                / total;
+            q * (1.0 - q)
+        })
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(t, _)| t)
+}
+
+/// The most probable class of hypotheses (see [`dag_confidence`]): its members in hypothesis
+/// order and its probability. `None` when there are no hypotheses.
+pub fn best_class(p: &[f64], bad_under: &[Vec<bool>]) -> Option<(Vec<usize>, f64)> {
+    let best = p
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(h, _)| h)?;
+    let members: Vec<usize> = (0..p.len())
+        .filter(|&h| bad_under.iter().all(|b| b[h] == b[best]))
+        .collect();
+    let mass = members.iter().map(|&h| p[h]).sum();
+    Some((members, mass))
 }
 
 #[cfg(test)]
@@ -437,5 +479,23 @@ mod tests {
         assert!(p_half < 0.5, "{p_half}");
         // A boot far beyond both centres is not evidence at all.
         assert!(commit_evidence(&m, &[400.0]).is_none());
+    }
+
+    #[test]
+    fn the_most_informative_commit_is_the_one_in_doubt() {
+        let m = model();
+        let good = commit_evidence(&m, &[35.0]).unwrap();
+        let bad = commit_evidence(&m, &[45.0, 44.0, 46.0]).unwrap();
+        let mid = (35.0f64 * 45.0).sqrt();
+        let unsure = commit_evidence(&m, &[mid]).unwrap();
+        // a good, b half-way, c clearly bad: b is the one to boot again.
+        let under = line_bad_under(&[0, 1, 2]);
+        let (p, _) = dag_posterior(4, &under, &[good, unsure, bad]);
+        assert_eq!(most_informative(&p, &under), Some(1));
+        let (best, mass) = best_class(&p, &under).unwrap();
+        assert!(
+            best.len() == 1 && (1..=2).contains(&best[0]) && mass < 0.95,
+            "{best:?} {mass}"
+        );
     }
 }

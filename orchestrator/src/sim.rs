@@ -35,7 +35,10 @@
 //!   endpoint's boots, extended to the same count.
 
 use crate::config::Direction;
-use crate::posterior::{commit_evidence, dag_confidence, Posterior, Standing};
+use crate::posterior::{
+    best_class, commit_evidence, dag_confidence, dag_posterior, most_informative, Posterior,
+    Standing,
+};
 use crate::sequential::{
     self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig,
 };
@@ -320,7 +323,8 @@ fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<Model> {
 }
 
 /// `firstbad run`'s strategy on a linear history (see [`Strategy::FirstbadRun`]), with the
-/// hunt's defaults: max_boots 16, max_failed_boots 2, drift check every 4 verdicts, 3 pairs.
+/// hunt's defaults: max_boots 30, max_failed_boots 2, drift check every 4 verdicts, at most 60
+/// boots in the posterior phase, 3 pairs.
 fn firstbad_run(w: &mut World) -> Outcome {
     let cfg = SequentialConfig {
         min_effect: 0.02,
@@ -330,6 +334,8 @@ fn firstbad_run(w: &mut World) -> Outcome {
     const MAX_FAILED: usize = 2;
     const DRIFT_EVERY: usize = 4;
     const PAIRS: usize = 3;
+    const REFINE_BOOTS: usize = 60;
+    const CONFIDENCE: f64 = 0.95;
     let n = w.n;
     let Some(model) = baselines(w, &cfg) else {
         return NOTHING;
@@ -355,7 +361,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             .flat_map(|d| [mid.wrapping_sub(d), mid + d])
             .find(|&i| i > lo && i < hi && !skipped[i])
         else {
-            return NOTHING; // only skipped commits left: a range, not a culprit
+            break; // only skipped commits left: the posterior phase below sorts them out
         };
         let mut failed = 0;
         let call = loop {
@@ -383,8 +389,44 @@ fn firstbad_run(w: &mut World) -> Outcome {
             }
         }
     }
+    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t.
+    let gather = |values: &[Vec<f64>]| {
+        let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, v) in values.iter().enumerate().skip(1) {
+            if let Some(e) = commit_evidence(&model, v) {
+                tested.push(t);
+                under.push((0..n).map(|h| h < t).collect::<Vec<bool>>());
+                evidence.push(e);
+            }
+        }
+        (tested, under, evidence)
+    };
+    // The posterior phase: until one commit alone reaches the confidence (or the budget is
+    // spent), boot an untested commit inside the most probable class when it holds several
+    // (the tests cannot yet tell them apart), otherwise the tested commit in most doubt.
+    let mut spent = 0;
+    let c = loop {
+        let (tested, under, evidence) = gather(&values);
+        let (p, _) = dag_posterior(n, &under, &evidence);
+        let (class, mass) = best_class(&p, &under).expect("a range has a candidate");
+        // On a line a class is a run of commits ending at a tested one (or at the bad end).
+        let last = *class.last().expect("a class has a member") + 1;
+        if spent >= REFINE_BOOTS || (mass >= CONFIDENCE && class.len() == 1) {
+            break last;
+        }
+        let probe = if class.len() > 1 {
+            class[class.len() / 2] + 1
+        } else {
+            match most_informative(&p, &under) {
+                Some(t) => tested[t],
+                None => break last,
+            }
+        };
+        boot(w, &mut values, probe);
+        spent += 1;
+    };
     // The final re-test: culprit and parent in interleaved pairs.
-    let (c, p) = (hi, hi - 1);
+    let p = c - 1;
     let (c0, p0) = (values[c].len(), values[p].len());
     for _ in 0..PAIRS * MAX_ATTEMPTS {
         if values[c].len() - c0 >= PAIRS && values[p].len() - p0 >= PAIRS {
@@ -398,14 +440,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             }
         }
     }
-    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t.
-    let (mut under, mut evidence) = (Vec::new(), Vec::new());
-    for (t, v) in values.iter().enumerate().skip(1) {
-        if let Some(e) = commit_evidence(&model, v) {
-            under.push((0..n).map(|h| h < t).collect::<Vec<bool>>());
-            evidence.push(e);
-        }
-    }
+    let (_, under, evidence) = gather(&values);
     // An unconfirmed culprit is still printed (with exit code 4 and its low confidence), so it
     // counts as named here; its stated confidence is what calibration checks.
     let confidence = dag_confidence(&under, &evidence, c - 1);

@@ -54,6 +54,7 @@ fn the_strategy_of_firstbad_run_finds_the_culprit_and_states_an_honest_confidenc
     // 74% here and in docs/simulation.md: below the posterior search's ~93% (commits that stay
     // undecided at 30 boots end as skips), far above one run per commit (~6%).
     assert!(run.accuracy >= 0.65, "{run:?}");
+    eprintln!("{run:?}");
     calibrated(&run);
 }
 
