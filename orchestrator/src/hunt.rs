@@ -377,31 +377,15 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
         bad: bad.clone(),
         fingerprint: fingerprint(cfg, range_info.as_ref())?,
     };
-    match journal.identity()? {
-        Some(existing) if existing != identity => {
-            return Err(HuntError::BadInput(format!(
-                "{} holds another hunt (good {}, bad {}, or another kernel config/workload/\
-                 range option); use another hunt.state_dir or remove it",
-                cfg.state_dir.display(),
-                short(&existing.good),
-                short(&existing.bad)
-            )))
-        }
-        Some(_) => tracing::info!(
-            "resuming the hunt journalled in {}",
-            cfg.state_dir.display()
-        ),
-        None => {
-            journal.set_identity(&identity)?;
-            let candidates = Bisection::new(&dag, &bad, &goods)
-                .map_err(|e| HuntError::BadInput(e.to_string()))?
-                .remaining();
-            journal.append(&Event::HuntStarted { candidates })?;
-            if let Some(info) = &range_info {
-                journal.append(&Event::Range(info.clone()))?;
-            }
-        }
-    }
+    begin_or_resume(
+        &journal,
+        &identity,
+        &cfg.state_dir,
+        "another kernel config/workload/range option",
+        &dag,
+        &goods,
+        range_info.as_ref(),
+    )?;
     let mut state = HuntState::replay(&journal.events()?);
     if let Some(end) = &state.end {
         tracing::info!("this hunt has already ended; `firstbad report` shows it");
@@ -602,6 +586,44 @@ fn bad_under(dag: &Dag, hypotheses: &[usize], tested: usize) -> Vec<bool> {
         }
     }
     hypotheses.iter().map(|&h| seen[h]).collect()
+}
+
+/// Starts a hunt's journal (identity, candidate count, range options), or checks that the
+/// journal already there belongs to this hunt and says that it resumes. `differs` names what,
+/// besides the endpoints, makes another hunt (for the message).
+pub fn begin_or_resume(
+    journal: &Journal,
+    identity: &HuntIdentity,
+    state_dir: &Path,
+    differs: &str,
+    dag: &Dag,
+    goods: &[String],
+    range_info: Option<&RangeInfo>,
+) -> Result<(), HuntError> {
+    match journal.identity()? {
+        Some(existing) if &existing != identity => Err(HuntError::BadInput(format!(
+            "{} holds another hunt (good {}, bad {}, or {differs}); use another \
+             hunt.state_dir or remove it",
+            state_dir.display(),
+            short(&existing.good),
+            short(&existing.bad)
+        ))),
+        Some(_) => {
+            tracing::info!("resuming the hunt journalled in {}", state_dir.display());
+            Ok(())
+        }
+        None => {
+            journal.set_identity(identity)?;
+            let candidates = Bisection::new(dag, &identity.bad, goods)
+                .map_err(|e| HuntError::BadInput(e.to_string()))?
+                .remaining();
+            journal.append(&Event::HuntStarted { candidates })?;
+            if let Some(info) = range_info {
+                journal.append(&Event::Range(info.clone()))?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// The builder and the test host of a hunt, checked and ready.

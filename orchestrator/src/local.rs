@@ -189,31 +189,15 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         bad: bad.clone(),
         fingerprint: fingerprint(&cfg.test, range_info.as_ref()),
     };
-    match journal.identity()? {
-        Some(existing) if existing != identity => {
-            return Err(HuntError::BadInput(format!(
-                "{} holds another hunt (good {}, bad {}, another command or range option); \
-                 use another hunt.state_dir or remove it",
-                cfg.state_dir.display(),
-                short(&existing.good),
-                short(&existing.bad)
-            )))
-        }
-        Some(_) => tracing::info!(
-            "resuming the hunt journalled in {}",
-            cfg.state_dir.display()
-        ),
-        None => {
-            journal.set_identity(&identity)?;
-            let candidates = Bisection::new(&dag, &bad, &goods)
-                .map_err(|e| HuntError::BadInput(e.to_string()))?
-                .remaining();
-            journal.append(&Event::HuntStarted { candidates })?;
-            if let Some(info) = &range_info {
-                journal.append(&Event::Range(info.clone()))?;
-            }
-        }
-    }
+    crate::hunt::begin_or_resume(
+        &journal,
+        &identity,
+        &cfg.state_dir,
+        "another command or range option",
+        &dag,
+        &goods,
+        range_info.as_ref(),
+    )?;
     let mut state = HuntState::replay(&journal.events()?);
     if let Some(end) = &state.end {
         tracing::info!("this hunt has already ended; `firstbad report` shows it");

