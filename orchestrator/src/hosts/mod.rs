@@ -6,6 +6,7 @@
 
 pub mod cpio;
 pub mod qemu;
+pub mod ssh_conn;
 
 use std::path::PathBuf;
 
