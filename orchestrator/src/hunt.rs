@@ -8,10 +8,10 @@
 
 use crate::build::{BuildError, Builder};
 use crate::classify::{check_baselines, BaselineCheck, Baselines, Decision};
-use crate::config::{HostKind, HuntConfig};
+use crate::config::HuntConfig;
 use crate::error::exit_code;
 use crate::history::{History, RangeOptions};
-use crate::hosts::qemu::{HostError, QemuHost};
+use crate::hosts::{Host, HostError};
 use crate::journal::{
     BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, RangeInfo,
     Verdict,
@@ -449,14 +449,12 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
 }
 
 /// The builder and the test host of a hunt, checked and ready.
-async fn prepare(cfg: &HuntConfig) -> Result<(Builder, QemuHost), HuntError> {
+async fn prepare(cfg: &HuntConfig) -> Result<(Builder, Host), HuntError> {
     let agent = find_agent()?;
     check_static(&agent).map_err(HuntError::Infrastructure)?;
     let host_cfg = &cfg.hosts[0];
-    let HostKind::Qemu(qcfg) = &host_cfg.kind;
-    let host = QemuHost::new(
-        &host_cfg.name,
-        qcfg,
+    let host = Host::new(
+        host_cfg,
         &agent,
         &cfg.state_dir.join("hosts").join(&host_cfg.name),
     );
@@ -622,7 +620,7 @@ struct Ctx<'a> {
     cfg: &'a HuntConfig,
     journal: &'a Journal,
     builder: Builder,
-    host: QemuHost,
+    host: Host,
 }
 
 impl Ctx<'_> {
@@ -700,7 +698,7 @@ impl Ctx<'_> {
             Ok(mut session) => {
                 let timeout = Duration::from_secs(self.cfg.workload.timeout_s);
                 let r = session.run(&self.cfg.workload.workload, timeout).await;
-                let (identity, boot_seconds) = (session.identity.clone(), session.boot_seconds);
+                let (identity, boot_seconds) = (session.identity().clone(), session.boot_seconds());
                 session.shutdown().await;
                 match r {
                     Err(failure) => BootOutcome::Failed {
