@@ -352,30 +352,50 @@ impl Conn {
         Ok(out.output)
     }
 
-    /// Copies `data` to `remote` (SCP) with file mode `mode`.
+    /// Copies `data` to `remote` with file mode `mode`, through `cat` on the remote shell:
+    /// no scp or sftp server is needed on the machine (minimal images lack them).
     pub async fn upload_bytes(
         &self,
         data: Vec<u8>,
         remote: &str,
-        mode: i32,
+        mode: u32,
         deadline: Duration,
     ) -> Result<(), SshError> {
-        let remote_path = remote.to_owned();
-        self.call(&format!("uploading {remote}"), deadline, move |s| {
-            let e = |e: ssh2::Error| e.to_string();
-            let mut ch = s
-                .scp_send(Path::new(&remote_path), mode, data.len() as u64, None)
-                .map_err(e)?;
-            for chunk in data.chunks(32 * 1024) {
-                ch.write_all(chunk).map_err(|e| e.to_string())?;
-            }
-            ch.send_eof().map_err(e)?;
-            ch.wait_eof().map_err(e)?;
-            ch.close().map_err(e)?;
-            ch.wait_close().map_err(e)?;
-            Ok(())
-        })
-        .await
+        let q = shell_quote(remote);
+        // The size check matters: when the connection dies mid-upload, sshd closes cat's
+        // stdin and cat exits 0 with half the file (the network-cut test caught this).
+        let cmd = format!(
+            "cat > {q}.part && [ \"$(wc -c < {q}.part)\" -eq {len} ] && chmod {mode:o} {q}.part && mv -f {q}.part {q}",
+            len = data.len()
+        );
+        let r = self
+            .call(&format!("uploading {remote}"), deadline, move |s| {
+                let e = |e: ssh2::Error| e.to_string();
+                let mut ch = s.channel_session().map_err(e)?;
+                ch.handle_extended_data(ssh2::ExtendedData::Merge)
+                    .map_err(e)?;
+                ch.exec(&cmd).map_err(e)?;
+                for chunk in data.chunks(32 * 1024) {
+                    ch.write_all(chunk).map_err(|e| e.to_string())?;
+                }
+                ch.send_eof().map_err(e)?;
+                let mut out = Vec::new();
+                ch.read_to_end(&mut out).map_err(|e| e.to_string())?;
+                ch.wait_close().map_err(e)?;
+                Ok((
+                    ch.exit_status().unwrap_or(-1),
+                    String::from_utf8_lossy(&out).into_owned(),
+                ))
+            })
+            .await?;
+        if r.0 != 0 {
+            return Err(SshError::Failed {
+                target: self.target.label(),
+                what: format!("uploading {remote}"),
+                message: format!("exit status {}: {}", r.0, r.1.trim()),
+            });
+        }
+        Ok(())
     }
 
     /// Copies the local file `local` to `remote`.
@@ -383,7 +403,7 @@ impl Conn {
         &self,
         local: &Path,
         remote: &str,
-        mode: i32,
+        mode: u32,
         deadline: Duration,
     ) -> Result<(), SshError> {
         let data = std::fs::read(local).map_err(|e| SshError::Failed {
