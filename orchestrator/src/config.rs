@@ -257,7 +257,7 @@ pub enum HostKind {
     /// A local qemu VM firstbad boots itself.
     Qemu(QemuConfig),
     /// A machine firstbad reaches over SSH, installs kernels on and reboots.
-    Ssh(SshConfig),
+    Ssh(Box<SshConfig>),
 }
 
 /// A machine reached over SSH (`kind = "ssh"`).
@@ -555,7 +555,7 @@ impl HuntConfig {
                         extra_cmdline: h.extra_cmdline.clone().unwrap_or_default(),
                     })
                 }
-                "ssh" => HostKind::Ssh(validate_ssh(&v, &at, &h)?),
+                "ssh" => HostKind::Ssh(Box::new(validate_ssh(&v, &at, &h)?)),
                 other => {
                     return Err(v.field(
                         &at("kind"),

@@ -261,8 +261,7 @@ fn a_command_past_its_deadline_is_cut() {
         let e = c
             .exec("sleep 60", Duration::from_secs(2))
             .await
-            .err()
-            .expect("sleep 60 cannot finish in 2 s");
+            .expect_err("sleep 60 cannot finish in 2 s");
         let took = started.elapsed();
         assert!(matches!(e, SshError::Deadline { .. }), "{e}");
         assert!(took < Duration::from_secs(4), "took {took:?}");
@@ -361,9 +360,7 @@ fn the_network_cut_during_upload_ends_at_the_deadline() {
             .await;
         let took = started.elapsed();
         cutter.await.unwrap();
-        let e = r
-            .err()
-            .expect("an upload through a cut network cannot succeed");
+        let e = r.expect_err("an upload through a cut network cannot succeed");
         assert!(matches!(e, SshError::Deadline { .. }), "{e}");
         assert!(took < Duration::from_secs(6), "took {took:?}");
         let back = threads_come_back(&counter, Duration::from_secs(5));

@@ -115,15 +115,15 @@ pub enum Host {
     /// A local qemu VM.
     Qemu(qemu::QemuHost),
     /// A machine reached over SSH.
-    Ssh(ssh::SshHost),
+    Ssh(Box<ssh::SshHost>),
 }
 
 /// A booted, verified test machine with its agent.
 pub enum Session {
     /// On a qemu host.
-    Qemu(qemu::Session),
+    Qemu(Box<qemu::Session>),
     /// On an ssh host.
-    Ssh(ssh::Session),
+    Ssh(Box<ssh::Session>),
 }
 
 impl Host {
@@ -131,7 +131,12 @@ impl Host {
     pub fn new(cfg: &HostConfig, agent_binary: &Path, work: &Path) -> Host {
         match &cfg.kind {
             HostKind::Qemu(q) => Host::Qemu(qemu::QemuHost::new(&cfg.name, q, agent_binary, work)),
-            HostKind::Ssh(s) => Host::Ssh(ssh::SshHost::new(&cfg.name, s, agent_binary, work)),
+            HostKind::Ssh(s) => Host::Ssh(Box::new(ssh::SshHost::new(
+                &cfg.name,
+                s,
+                agent_binary,
+                work,
+            ))),
         }
     }
 
@@ -165,11 +170,11 @@ impl Host {
             Host::Qemu(h) => h
                 .boot(image, expected_release, console)
                 .await
-                .map(Session::Qemu),
+                .map(|s| Session::Qemu(Box::new(s))),
             Host::Ssh(h) => h
                 .boot(image, expected_release, console)
                 .await
-                .map(Session::Ssh),
+                .map(|s| Session::Ssh(Box::new(s))),
         }
     }
 }
