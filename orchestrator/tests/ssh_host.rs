@@ -425,3 +425,417 @@ fn libssh2_alone_blocks_on_a_silent_peer_and_shutdown_frees_it() {
     assert!(r.is_err());
     drop(held);
 }
+
+// ---------------------------------------------------------------------------------------
+// The whole SSH path on a lab machine: a qemu VM (TCG) that boots the demo-good kernel from
+// an ext4 root disk running Debian's dropbear, with kexec-tools; SSH and the agent's port
+// forwarded to 127.0.0.1. firstbad uploads the candidate, kexecs into it, reconnects,
+// verifies, starts the agent and measures. The power-cycle command is a script that kills
+// qemu and starts it again on the base kernel: it stands in for IPMI or a PDU, the one
+// boundary that cannot exist here.
+// ---------------------------------------------------------------------------------------
+
+use firstbad::config::{Install, SshConfig};
+use firstbad::hosts::ssh::SshHost;
+use std::sync::{Mutex, OnceLock};
+
+/// VM tests boot kernels on 2 shared cores: one at a time.
+static VM: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn script_path(script: &str) -> PathBuf {
+    let out = Command::new(root().join(script))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("{script} runs: {e}"));
+    assert!(out.status.success(), "{script} failed");
+    PathBuf::from(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .trim(),
+    )
+}
+
+/// The static agent (`$FIRSTBAD_AGENT`, else scripts/build-agent).
+fn agent() -> &'static Path {
+    static AGENT: OnceLock<PathBuf> = OnceLock::new();
+    AGENT.get_or_init(|| match std::env::var_os("FIRSTBAD_AGENT") {
+        Some(p) => PathBuf::from(p),
+        None => script_path("scripts/build-agent"),
+    })
+}
+
+/// A demo kernel: (bzImage, release), from the machine-wide build cache (built once there by
+/// the e2e suite with the same config), else built now.
+fn demo_kernel(rev: &str) -> (PathBuf, String) {
+    static TREE: OnceLock<PathBuf> = OnceLock::new();
+    let tree = TREE.get_or_init(|| script_path("scripts/make-demo-tree"));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(tree)
+        .args(["rev-parse", &format!("{rev}^{{commit}}")])
+        .output()
+        .unwrap();
+    let commit = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let cfg = firstbad::config::BuildConfig {
+        kernel_config: root().join("configs/kernel/qemu-x86_64.config"),
+        cache_dir: firstbad::config::default_cache_dir().join("builds"),
+        jobs: 2,
+        ccache: firstbad::config::Ccache::Auto,
+        make_args: vec![],
+        timeout_s: 3600,
+    };
+    let kernels = cfg.cache_dir.join("kernels");
+    if let Ok(entries) = std::fs::read_dir(&kernels) {
+        for e in entries.flatten() {
+            let d = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&format!("{commit}-")) && d.join("bzImage").is_file() {
+                if let Ok(r) = std::fs::read_to_string(d.join("kernelrelease")) {
+                    return (d.join("bzImage"), r.trim().to_owned());
+                }
+            }
+        }
+    }
+    let b = firstbad::build::Builder::new(tree, &cfg).unwrap();
+    match b.build(&commit).unwrap() {
+        firstbad::journal::BuildOutcome::Built {
+            image,
+            kernel_release,
+            ..
+        } => (image, kernel_release),
+        other => panic!("{rev} does not build: {other:?}"),
+    }
+}
+
+fn copy_with_libs(bin: &Path, rootfs: &Path) {
+    let dest = rootfs.join(bin.strip_prefix("/").unwrap());
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::copy(bin, &dest).unwrap();
+    let out = Command::new("ldd").arg(bin).output().unwrap();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux... (0x...)"
+        let path = line
+            .split("=>")
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap_or("");
+        if path.starts_with('/') {
+            let d = rootfs.join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(d.parent().unwrap()).unwrap();
+            // Follow symlinks: the rootfs gets the real file under the linked name.
+            std::fs::copy(path, &d).unwrap();
+        }
+    }
+}
+
+const LAB_INIT: &str = r#"#!/bin/busybox sh
+# /sbin/init of the lab VM: a minimal machine with dropbear and kexec.
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sysfs /sys
+/bin/busybox mount -t devtmpfs devtmpfs /dev 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+/bin/busybox --install -s
+mount -o remount,rw /
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
+hostname lab
+ip link set lo up
+ip addr add 10.0.2.15/24 dev eth0
+ip link set eth0 up
+ip route add default via 10.0.2.2
+echo "lab-init: $(uname -r) up, starting dropbear"
+/usr/sbin/dropbear -F -E -s -r /etc/dropbear/host_key -p 22 &
+while true; do sleep 3600; done
+"#;
+
+/// A lab machine in a VM, and its keys; qemu is killed on drop.
+struct LabVm {
+    dir: tempfile::TempDir,
+    ssh_port: u16,
+    agent_port: u16,
+    base_release: String,
+}
+
+impl LabVm {
+    fn start() -> LabVm {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (base, base_release) = demo_kernel("demo-good");
+        let rootfs = d.join("rootfs");
+        for sub in [
+            "bin",
+            "sbin",
+            "usr/bin",
+            "usr/sbin",
+            "proc",
+            "sys",
+            "dev",
+            "tmp",
+            "run",
+            "var/tmp",
+            "etc/dropbear",
+            "root/.ssh",
+        ] {
+            std::fs::create_dir_all(rootfs.join(sub)).unwrap();
+        }
+        std::fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin/sh")).unwrap();
+        std::fs::write(rootfs.join("sbin/init"), LAB_INIT).unwrap();
+        copy_with_libs(Path::new("/usr/sbin/dropbear"), &rootfs);
+        copy_with_libs(Path::new("/usr/sbin/kexec"), &rootfs);
+        std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+        std::fs::write(rootfs.join("etc/group"), "root:x:0:\n").unwrap();
+        std::fs::write(rootfs.join("etc/shells"), "/bin/sh\n").unwrap();
+        let st = Command::new("dropbearkey")
+            .args(["-t", "ed25519", "-f"])
+            .arg(rootfs.join("etc/dropbear/host_key"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("dropbearkey runs (apt install dropbear-bin)");
+        assert!(st.success());
+        keygen(&d.join("client_key"));
+        std::fs::copy(
+            d.join("client_key.pub"),
+            rootfs.join("root/.ssh/authorized_keys"),
+        )
+        .unwrap();
+        let chmod = |p: &str, mode: u32| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(rootfs.join(p), std::fs::Permissions::from_mode(mode))
+                .unwrap();
+        };
+        chmod("sbin/init", 0o755);
+        chmod("root", 0o700);
+        chmod("root/.ssh", 0o700);
+        chmod("root/.ssh/authorized_keys", 0o600);
+        chmod("etc/dropbear/host_key", 0o600);
+        let img = d.join("root.img");
+        let st = Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-E", "nodiscard", "-d"])
+            .arg(&rootfs)
+            .arg(&img)
+            .arg("256M")
+            .status()
+            .unwrap();
+        assert!(st.success(), "mkfs.ext4 -d");
+
+        let ssh_port = free_port();
+        let agent_port = free_port();
+        std::fs::write(
+            d.join("vm-start.sh"),
+            format!(
+                "#!/bin/sh\nexec qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nodefaults -display none \
+                 -daemonize -pidfile {d}/qemu.pid \
+                 -chardev file,id=ser,path={d}/serial.log,append=on -serial chardev:ser \
+                 -kernel {base} -append 'console=ttyS0 root=/dev/vda rw init=/sbin/init oops=panic' \
+                 -drive file={img},format=raw,if=virtio,cache=unsafe \
+                 -nic user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-:22,hostfwd=tcp:127.0.0.1:{agent_port}-:{GUEST} \n",
+                d = d.display(),
+                base = base.display(),
+                img = img.display(),
+                GUEST = firstbad_wire::GUEST_AGENT_PORT,
+            ),
+        )
+        .unwrap();
+        // The stand-in for IPMI: power off (kill qemu), power on (start it again).
+        std::fs::write(
+            d.join("power-cycle.sh"),
+            format!(
+                "#!/bin/sh\necho cycled >> {d}/power-cycles\nkill -9 $(cat {d}/qemu.pid) 2>/dev/null\nsleep 0.5\nexec sh {d}/vm-start.sh\n",
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        // A power cycle that never brings the machine back: power off only.
+        std::fs::write(
+            d.join("power-off.sh"),
+            format!(
+                "#!/bin/sh\necho off >> {d}/power-cycles\nkill -9 $(cat {d}/qemu.pid) 2>/dev/null\ntrue\n",
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        let vm = LabVm {
+            dir,
+            ssh_port,
+            agent_port,
+            base_release,
+        };
+        let st = Command::new("sh")
+            .arg(vm.path("vm-start.sh"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "qemu starts");
+        vm
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn serial(&self) -> String {
+        std::fs::read_to_string(self.path("serial.log")).unwrap_or_default()
+    }
+
+    fn power_cycles(&self) -> usize {
+        std::fs::read_to_string(self.path("power-cycles"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    fn kill(&self) {
+        if let Ok(pid) = std::fs::read_to_string(self.path("qemu.pid")) {
+            let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+        }
+    }
+
+    fn known_hosts(&self) -> PathBuf {
+        let out = Command::new("dropbearkey")
+            .args(["-y", "-f"])
+            .arg(self.path("rootfs/etc/dropbear/host_key"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("ssh-"))
+            .expect("dropbearkey -y prints the public key");
+        let mut parts = line.split_whitespace();
+        let p = self.path("known_hosts");
+        std::fs::write(
+            &p,
+            format!(
+                "[127.0.0.1]:{} {} {}\n",
+                self.ssh_port,
+                parts.next().unwrap(),
+                parts.next().unwrap()
+            ),
+        )
+        .unwrap();
+        p
+    }
+
+    /// The ssh host config for this VM; `boot_timeout_s` is generous for TCG on a busy box.
+    fn config(&self) -> SshConfig {
+        SshConfig {
+            target: SshTarget {
+                user: "root".into(),
+                host: "127.0.0.1".into(),
+                port: self.ssh_port,
+                auth: SshAuth::KeyFile(self.path("client_key")),
+                host_key: HostKeyCheck::KnownHosts(self.known_hosts()),
+                keepalive: Duration::from_secs(5),
+            },
+            connect_timeout_s: 5,
+            command_timeout_s: 30,
+            boot_timeout_s: 90,
+            install: Install::Kexec { cmdline: None },
+            power_cycle: Some(format!("sh {}", self.path("power-cycle.sh").display())),
+            console: Some(format!(
+                "exec tail -n 0 -F {}",
+                self.path("serial.log").display()
+            )),
+            agent_port: firstbad_wire::GUEST_AGENT_PORT,
+            agent_url: format!("http://127.0.0.1:{}", self.agent_port),
+            remote_dir: "/var/tmp/firstbad".into(),
+        }
+    }
+
+    /// Waits until the VM answers SSH (the base kernel is up).
+    fn wait_up(&self, rt: &tokio::runtime::Runtime) {
+        let t = self.config().target;
+        let started = Instant::now();
+        rt.block_on(async {
+            loop {
+                if let Ok(c) = Conn::connect(&t, Duration::from_secs(3)).await {
+                    if c.check("true", Duration::from_secs(10)).await.is_ok() {
+                        return;
+                    }
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "the lab VM did not answer SSH in 120 s; serial:\n{}",
+                    self.serial()
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+        eprintln!("lab VM up over SSH in {:?}", started.elapsed());
+    }
+}
+
+impl Drop for LabVm {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn small_fsync_workload(fsyncs: u32) -> firstbad_wire::Workload {
+    serde_json::from_value(serde_json::json!({
+        "kind": "fsync-latency",
+        "writers": 1,
+        "writer_bytes": 8 << 20,
+        "writer_block_bytes": 1 << 20,
+        "append_bytes": 4096,
+        "fsyncs": fsyncs,
+        "interval_ms": 10,
+        "warmup_ms": 0,
+    }))
+    .expect("a valid fsync-latency workload")
+}
+
+/// The whole path, for real: upload, kexec into the candidate, reconnect, verify `uname -r`
+/// and the boot id, start the agent with a fresh token, measure.
+#[test]
+fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
+    let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
+    let (cand, cand_release) = demo_kernel("demo-bad");
+    let vm = LabVm::start();
+    assert_ne!(cand_release, vm.base_release);
+    let rt = rt();
+    vm.wait_up(&rt);
+    let mut host = SshHost::new("lab1", &vm.config(), agent(), &vm.path("work"));
+    host.preflight().unwrap();
+    let console = vm.path("boot1.log");
+    let started = Instant::now();
+    let mut s = match rt.block_on(host.boot(&cand, &cand_release, &console)) {
+        Ok(s) => s,
+        Err(Ok(f)) => panic!("failed boot: {}\nserial:\n{}", f.reason, vm.serial()),
+        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
+    };
+    eprintln!(
+        "kexec boot to a healthy agent: {:.1} s (of which reboot to agent {:.1} s)",
+        started.elapsed().as_secs_f64(),
+        s.boot_seconds
+    );
+    assert_eq!(s.identity.kernel_release, cand_release);
+    let r = rt
+        .block_on(s.run(&small_fsync_workload(20), Duration::from_secs(120)))
+        .unwrap_or_else(|f| panic!("workload failed: {}", f.reason));
+    let p50 = r.metrics["fsync_latency_p50_ms"];
+    assert!(p50.is_finite() && p50 > 0.0, "{:?}", r.metrics);
+    eprintln!("fsync p50 on the kexec'd candidate: {p50:.2} ms");
+    rt.block_on(s.shutdown());
+    let log = std::fs::read_to_string(&console).unwrap();
+    assert!(
+        log.contains("Linux version") && log.contains(&cand_release),
+        "the console log holds the candidate's boot: {log}"
+    );
+    assert_eq!(vm.power_cycles(), 0);
+}
