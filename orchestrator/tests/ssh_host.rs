@@ -437,6 +437,7 @@ fn libssh2_alone_blocks_on_a_silent_peer_and_shutdown_frees_it() {
 
 use firstbad::config::{Install, SshConfig};
 use firstbad::hosts::ssh::SshHost;
+use firstbad::hosts::HostError;
 use std::sync::{Mutex, OnceLock};
 
 /// VM tests boot kernels on 2 shared cores: one at a time.
@@ -838,4 +839,201 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
         "the console log holds the candidate's boot: {log}"
     );
     assert_eq!(vm.power_cycles(), 0);
+}
+
+fn boot_ok(
+    rt: &tokio::runtime::Runtime,
+    host: &mut SshHost,
+    vm: &LabVm,
+    image: &Path,
+    release: &str,
+    console: &Path,
+) -> firstbad::hosts::ssh::Session {
+    match rt.block_on(host.boot(image, release, console)) {
+        Ok(s) => s,
+        Err(Ok(f)) => panic!("failed boot: {}\nserial:\n{}", f.reason, vm.serial()),
+        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
+    }
+}
+
+/// The VM killed mid-workload: the run ends as a failed boot in bounded time; the next boot
+/// finds the host down, power-cycles it and measures. Then an agent that refuses the boot's
+/// token (another agent answers at the configured URL) stops with a message saying so.
+#[test]
+fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
+    let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
+    let (cand, cand_release) = demo_kernel("demo-bad");
+    let vm = LabVm::start();
+    let rt = rt();
+    vm.wait_up(&rt);
+    let mut host = SshHost::new("lab1", &vm.config(), agent(), &vm.path("work"));
+    let mut s = boot_ok(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &vm.path("boot1.log"),
+    );
+    let killer = {
+        let pid = std::fs::read_to_string(vm.path("qemu.pid")).unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(3));
+            let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+        })
+    };
+    let started = Instant::now();
+    let r = rt.block_on(s.run(&small_fsync_workload(100_000), Duration::from_secs(300)));
+    let took = started.elapsed();
+    killer.join().unwrap();
+    let f = r.expect_err("a workload on a killed VM cannot succeed");
+    eprintln!(
+        "VM killed mid-workload: failed boot after {took:?}: {}",
+        f.reason
+    );
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+    assert!(f.reason.contains("workload failed"), "{}", f.reason);
+    rt.block_on(s.shutdown());
+
+    // The next boot: the host is down, so firstbad power-cycles it first.
+    let started = Instant::now();
+    let s = boot_ok(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &vm.path("boot2.log"),
+    );
+    eprintln!(
+        "boot after a dead host (power cycle + kexec): {:?}",
+        started.elapsed()
+    );
+    assert_eq!(vm.power_cycles(), 1);
+    assert_eq!(s.identity.kernel_release, cand_release);
+    rt.block_on(s.shutdown());
+
+    // An impostor agent with another token answers at the configured agent URL.
+    let port = free_port();
+    let scratch = vm.path("impostor-scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let mut impostor = Command::new(agent())
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--token",
+            "not-this-boots-token",
+            "--scratch",
+        ])
+        .arg(&scratch)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut cfg = vm.config();
+    cfg.agent_url = format!("http://127.0.0.1:{port}");
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let r = rt.block_on(host.boot(&cand, &cand_release, &vm.path("boot3.log")));
+    let _ = impostor.kill();
+    let _ = impostor.wait();
+    match r {
+        Err(Err(e @ HostError::Agent { .. })) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("lab1") && m.contains("refused this boot's token"),
+                "{m}"
+            );
+        }
+        Err(Err(e)) => panic!("another host error: {e}"),
+        Err(Ok(f)) => panic!("a failed boot instead of a host error: {}", f.reason),
+        Ok(_) => panic!("a wrong agent token was accepted"),
+    }
+}
+
+/// A candidate that panics at boot, seen on the console: a failed boot with the panic line,
+/// the host power-cycled back to its default kernel. Then a host that never returns, with no
+/// console to say why: the boot deadline, the power cycle, a failed boot. Then a host whose
+/// default kernel does not come back either: an error that names the host and asks for a
+/// person. Each in bounded time.
+#[test]
+fn panic_at_boot_then_a_host_that_never_returns_then_one_that_needs_a_person() {
+    let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
+    let (cand, cand_release) = demo_kernel("demo-bad");
+    let vm = LabVm::start();
+    let rt = rt();
+    vm.wait_up(&rt);
+    // No such init: the candidate panics ("No working init found" / "Requested init ... failed").
+    let panicking = Install::Kexec {
+        cmdline: Some("console=ttyS0 root=/dev/vda rw init=/firstbad-no-such-init".into()),
+    };
+    let mut cfg = vm.config();
+    cfg.install = panicking.clone();
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let console = vm.path("panic.log");
+    let started = Instant::now();
+    let f = match rt.block_on(host.boot(&cand, &cand_release, &console)) {
+        Err(Ok(f)) => f,
+        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
+        Ok(_) => panic!("a panicking kernel booted"),
+    };
+    eprintln!(
+        "panic at boot: failed boot after {:?}: {}",
+        started.elapsed(),
+        f.reason
+    );
+    assert!(f.reason.contains("Kernel panic"), "{}", f.reason);
+    assert!(f.reason.contains("power-cycled"), "{}", f.reason);
+    assert!(std::fs::read_to_string(&console)
+        .unwrap()
+        .contains("Kernel panic - not syncing"));
+    assert_eq!(vm.power_cycles(), 1);
+    let uname = rt.block_on(async {
+        let c = Conn::connect(&cfg.target, Duration::from_secs(10))
+            .await
+            .unwrap();
+        c.check("uname -r", Duration::from_secs(10)).await.unwrap()
+    });
+    assert_eq!(uname.trim(), vm.base_release, "back on the default kernel");
+
+    // Never returns, and no console: only the deadline can tell.
+    cfg.console = None;
+    cfg.boot_timeout_s = 30;
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let started = Instant::now();
+    let f = match rt.block_on(host.boot(&cand, &cand_release, &vm.path("silent.log"))) {
+        Err(Ok(f)) => f,
+        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
+        Ok(_) => panic!("a panicking kernel booted"),
+    };
+    let took = started.elapsed();
+    eprintln!(
+        "host that never returns: failed boot after {took:?}: {}",
+        f.reason
+    );
+    assert!(
+        f.reason.contains("boot timeout") && f.reason.contains("power-cycled"),
+        "{}",
+        f.reason
+    );
+    assert_eq!(vm.power_cycles(), 2);
+    assert!(took < Duration::from_secs(120), "took {took:?}");
+
+    // Even the default kernel does not come back (the power cycle only powers off).
+    cfg.power_cycle = Some(format!("sh {}", vm.path("power-off.sh").display()));
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let started = Instant::now();
+    let r = rt.block_on(host.boot(&cand, &cand_release, &vm.path("dead.log")));
+    let took = started.elapsed();
+    match r {
+        Err(Err(e @ HostError::NeedsPerson { .. })) => {
+            let m = e.to_string();
+            eprintln!("dead host: after {took:?}: {m}");
+            assert!(m.contains("host lab1 needs a person"), "{m}");
+            assert!(m.contains("power-off.sh"), "{m}");
+        }
+        Err(Err(e)) => panic!("another host error: {e}"),
+        Err(Ok(f)) => panic!("a failed boot instead of a person: {}", f.reason),
+        Ok(_) => panic!("a panicking kernel booted"),
+    }
+    assert!(took < Duration::from_secs(90), "took {took:?}");
 }
