@@ -1037,3 +1037,88 @@ fn panic_at_boot_then_a_host_that_never_returns_then_one_that_needs_a_person() {
     }
     assert!(took < Duration::from_secs(90), "took {took:?}");
 }
+
+/// The hunt drives an ssh host through the same path as a qemu one: `firstbad try` with a
+/// `kind = "ssh"` host table builds (a cache hit), kexecs the lab VM into demo-bad over SSH,
+/// and reports a measured boot of that kernel.
+#[test]
+fn firstbad_try_measures_a_candidate_on_an_ssh_host() {
+    let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
+    let (_, cand_release) = demo_kernel("demo-bad");
+    let vm = LabVm::start();
+    let rt = rt();
+    vm.wait_up(&rt);
+    let tree = script_path("scripts/make-demo-tree");
+    let wl = vm.path("fsync.toml");
+    std::fs::write(
+        &wl,
+        "kind = \"fsync-latency\"\nwriters = 1\nwriter_bytes = 8388608\nwriter_block_bytes = 1048576\nappend_bytes = 4096\nfsyncs = 20\ninterval_ms = 10\nwarmup_ms = 0\n",
+    )
+    .unwrap();
+    let hunt = vm.path("hunt.toml");
+    std::fs::write(
+        &hunt,
+        format!(
+            r#"[hunt]
+name = "ssh"
+repo = "{repo}"
+good = "demo-good"
+bad = "demo-bad"
+state_dir = "{state}"
+
+[build]
+config = "{root}/configs/kernel/qemu-x86_64.config"
+jobs = 2
+
+[[hosts]]
+name = "lab1"
+kind = "ssh"
+address = "root@127.0.0.1:{port}"
+identity_file = "{key}"
+known_hosts = "{kh}"
+connect_timeout_s = 5
+command_timeout_s = 30
+boot_timeout_s = 90
+install = "kexec"
+power_cycle = "sh {d}/power-cycle.sh"
+console = "exec tail -n 0 -F {d}/serial.log"
+agent_url = "http://127.0.0.1:{agent_port}"
+
+[workload]
+file = "{wl}"
+metric = "fsync_latency_p50_ms"
+timeout_s = 120
+"#,
+            repo = tree.display(),
+            state = vm.path("state").display(),
+            root = root().display(),
+            port = vm.ssh_port,
+            key = vm.path("client_key").display(),
+            kh = vm.known_hosts().display(),
+            d = vm.dir.path().display(),
+            agent_port = vm.agent_port,
+            wl = wl.display(),
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .env("FIRSTBAD_AGENT", agent())
+        .arg("try")
+        .arg(&hunt)
+        .arg("demo-bad")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{stderr}\nserial:\n{}",
+        vm.serial()
+    );
+    let at = stdout.find("boot: ").expect("try printed a boot") + "boot: ".len();
+    let boot: serde_json::Value = serde_json::from_str(&stdout[at..]).expect("boot JSON");
+    assert_eq!(boot["status"], "measured", "{boot}\n{stderr}");
+    assert_eq!(boot["kernel_release"], cand_release.as_str(), "{boot}");
+    eprintln!("firstbad try on the ssh host: {:?}", started.elapsed());
+}
