@@ -11,7 +11,7 @@ use crate::classify::{check_baselines, BaselineCheck, Baselines, Decision};
 use crate::config::HuntConfig;
 use crate::error::exit_code;
 use crate::history::{History, RangeOptions};
-use crate::hosts::{Host, HostError};
+use crate::hosts::{Host, HostError, HostPool};
 use crate::journal::{
     BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, RangeInfo,
     Verdict,
@@ -449,16 +449,20 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
 }
 
 /// The builder and the test host of a hunt, checked and ready.
-async fn prepare(cfg: &HuntConfig) -> Result<(Builder, Host), HuntError> {
+async fn prepare(cfg: &HuntConfig) -> Result<(Builder, HostPool), HuntError> {
     let agent = find_agent()?;
     check_static(&agent).map_err(HuntError::Infrastructure)?;
-    let host_cfg = &cfg.hosts[0];
-    let host = Host::new(
-        host_cfg,
-        &agent,
-        &cfg.state_dir.join("hosts").join(&host_cfg.name),
-    );
-    host.preflight()?;
+    let mut hosts = Vec::new();
+    for host_cfg in &cfg.hosts {
+        let host = Host::new(
+            host_cfg,
+            &agent,
+            &cfg.state_dir.join("hosts").join(&host_cfg.name),
+        );
+        host.preflight()?;
+        hosts.push(host);
+    }
+    let host = HostPool::new(hosts);
     let repo = cfg.repo.clone();
     let b = cfg.build.clone();
     let builder = tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
@@ -620,7 +624,8 @@ struct Ctx<'a> {
     cfg: &'a HuntConfig,
     journal: &'a Journal,
     builder: Builder,
-    host: Host,
+    /// The hosts; boots go to the first, and a host with a host error leaves the pool.
+    host: HostPool,
 }
 
 impl Ctx<'_> {
@@ -677,7 +682,7 @@ impl Ctx<'_> {
             unreachable!("only built commits are booted");
         };
         let boot = state.boots_done(commit) + 1;
-        let host = self.host.name().to_owned();
+        let host = self.host.current().name().to_owned();
         self.journal.append(&Event::BootStarted {
             commit: commit.to_owned(),
             boot,
@@ -689,8 +694,23 @@ impl Ctx<'_> {
             .join("consoles")
             .join(format!("{}-boot{boot}.log", short(commit)));
         tracing::info!("boot {boot} of {} on {host}", short(commit));
-        let outcome = match self.host.boot(&image, &kernel_release, &console).await {
-            Err(Err(host_error)) => return Err(host_error.into()),
+        let outcome = match self
+            .host
+            .current()
+            .boot(&image, &kernel_release, &console)
+            .await
+        {
+            // With another host left, this one leaves the pool and the boot is a failed one
+            // (never a verdict); the next boot goes to the next host.
+            Err(Err(host_error)) => match self.host.retire(&host_error) {
+                Some(next) => BootOutcome::Failed {
+                    reason: format!(
+                        "host {host} left the pool ({host_error}); next boots on {next}"
+                    ),
+                    console: console.clone(),
+                },
+                None => return Err(host_error.into()),
+            },
             Err(Ok(failure)) => BootOutcome::Failed {
                 reason: failure.reason,
                 console: failure.console,
@@ -742,7 +762,7 @@ impl Ctx<'_> {
         self.journal.append(&Event::BootFinished {
             commit: commit.to_owned(),
             boot,
-            host,
+            host: host.clone(),
             outcome: outcome.clone(),
         })?;
         state
@@ -751,7 +771,7 @@ impl Ctx<'_> {
             .or_default()
             .push(BootRecord {
                 boot,
-                host: self.host.name().to_owned(),
+                host: host.clone(),
                 outcome,
             });
         Ok(())

@@ -179,6 +179,48 @@ impl Host {
     }
 }
 
+/// The hunt's hosts. Boots go to the first; a host that fails with a host error (it needs a
+/// person, its agent is not ours) leaves the pool with a clear message, and the hunt goes on
+/// with the others. Parallel use of several hosts at once is not wired into the hunt yet.
+pub struct HostPool {
+    hosts: Vec<Host>,
+}
+
+impl HostPool {
+    /// A pool of at least one host.
+    pub fn new(hosts: Vec<Host>) -> HostPool {
+        assert!(!hosts.is_empty(), "the config validates at least one host");
+        HostPool { hosts }
+    }
+
+    /// The host the next boot goes to.
+    pub fn current(&mut self) -> &mut Host {
+        &mut self.hosts[0]
+    }
+
+    /// The names of the hosts still in the pool.
+    pub fn names(&self) -> Vec<&str> {
+        self.hosts.iter().map(Host::name).collect()
+    }
+
+    /// Takes the current host out after `error` if another remains, and returns the next
+    /// host's name; `None` when it was the last (the error must then stop the hunt).
+    pub fn retire(&mut self, error: &HostError) -> Option<String> {
+        if self.hosts.len() < 2 {
+            return None;
+        }
+        let gone = self.hosts.remove(0);
+        let next = self.hosts[0].name().to_owned();
+        tracing::error!(
+            "host {} leaves the pool: {error}; the hunt continues on {} ({} left)",
+            gone.name(),
+            next,
+            self.hosts.len()
+        );
+        Some(next)
+    }
+}
+
 impl Session {
     /// What the agent reported.
     pub fn identity(&self) -> &Identity {
@@ -228,6 +270,42 @@ mod tests {
         );
         assert!(fatal_marker("[    2.00] BUG: kernel NULL pointer dereference").is_some());
         assert!(fatal_marker("[    2.00] WARNING: CPU: 0 PID: 1 at fs/ext4/inode.c").is_none());
+    }
+
+    #[test]
+    fn a_host_with_a_host_error_leaves_the_pool_unless_it_is_the_last() {
+        let q = crate::config::QemuConfig {
+            memory_mb: 256,
+            cpus: 1,
+            accel: crate::config::Accel::Tcg,
+            boot_timeout_s: 10,
+            scratch_mb: 64,
+            extra_cmdline: String::new(),
+        };
+        let host = |name: &str| {
+            Host::new(
+                &HostConfig {
+                    name: name.into(),
+                    kind: HostKind::Qemu(q.clone()),
+                },
+                Path::new("/nonexistent"),
+                Path::new("/tmp"),
+            )
+        };
+        let mut pool = HostPool::new(vec![host("lab1"), host("lab2")]);
+        let e = HostError::NeedsPerson {
+            host: "lab1".into(),
+            why: "down".into(),
+        };
+        assert_eq!(pool.retire(&e).as_deref(), Some("lab2"));
+        assert_eq!(pool.names(), ["lab2"]);
+        assert_eq!(pool.current().name(), "lab2");
+        assert_eq!(
+            pool.retire(&e),
+            None,
+            "the last host stays, and its error stops the hunt"
+        );
+        assert_eq!(pool.names(), ["lab2"]);
     }
 
     #[test]
