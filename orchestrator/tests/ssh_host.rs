@@ -764,14 +764,16 @@ impl LabVm {
         let started = Instant::now();
         rt.block_on(async {
             loop {
-                if let Ok(c) = Conn::connect(&t, Duration::from_secs(3)).await {
-                    if c.check("true", Duration::from_secs(10)).await.is_ok() {
-                        return;
-                    }
-                }
+                let last = match Conn::connect(&t, Duration::from_secs(10)).await {
+                    Ok(c) => match c.check("true", Duration::from_secs(10)).await {
+                        Ok(_) => return,
+                        Err(e) => e.to_string(),
+                    },
+                    Err(e) => e.to_string(),
+                };
                 assert!(
                     started.elapsed() < Duration::from_secs(120),
-                    "the lab VM did not answer SSH in 120 s; serial:\n{}",
+                    "the lab VM did not answer SSH in 120 s ({last}); serial:\n{}",
                     self.serial()
                 );
                 tokio::time::sleep(Duration::from_millis(500)).await;

@@ -326,7 +326,7 @@ impl SshHost {
                 .await?;
             conn.check(
                 &format!(
-                    "nohup {agent} --listen 0.0.0.0:{port} --token-file {tf} --scratch {sc} >{log} 2>&1 </dev/null & echo $! >{pid}",
+                    "trap '' HUP; {agent} --listen 0.0.0.0:{port} --token-file {tf} --scratch {sc} >{log} 2>&1 </dev/null & echo $! >{pid}",
                     agent = shell_quote(&agent),
                     port = self.cfg.agent_port,
                     tf = shell_quote(&token_file),
@@ -477,10 +477,12 @@ impl SshHost {
             }
         };
         // Detached, after a second: the SSH command returns before the machine goes down.
+        // `trap '' HUP` rather than nohup, which busybox machines may lack (the lab VM's
+        // busybox has none: the test caught it).
         conn.check(
             &format!(
-                "nohup sh -c {} >/dev/null 2>&1 </dev/null &",
-                shell_quote(&format!("sleep 1; sync; {reboot}"))
+                "sh -c {} >/dev/null 2>&1 </dev/null &",
+                shell_quote(&format!("trap '' HUP; sleep 1; sync; {reboot}"))
             ),
             d,
         )

@@ -460,7 +460,6 @@ fn handshake(
     s.set_tcp_stream(tcp);
     s.handshake()
         .map_err(|e| fail("SSH handshake", e.to_string()))?;
-    s.set_keepalive(true, t.keepalive.as_secs().clamp(1, 3600) as u32);
 
     if let HostKeyCheck::KnownHosts(file) = &t.host_key {
         let (key, key_type) = s
@@ -518,6 +517,10 @@ fn handshake(
     if !s.authenticated() {
         return Err(fail("authentication", "refused".into()));
     }
+    // Only now: libssh2 sends keepalives on its own while it waits on the socket, and
+    // dropbear drops a client whose keepalive (a global request) comes before userauth
+    // ("Received message 80 before userauth"; the lab VM test caught it; OpenSSH tolerates it).
+    s.set_keepalive(true, t.keepalive.as_secs().clamp(1, 3600) as u32);
     Ok((s, keep))
 }
 
