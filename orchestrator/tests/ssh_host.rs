@@ -885,7 +885,7 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
         })
     };
     let started = Instant::now();
-    let r = rt.block_on(s.run(&small_fsync_workload(100_000), Duration::from_secs(300)));
+    let r = rt.block_on(s.run(&small_fsync_workload(5_000), Duration::from_secs(300)));
     let took = started.elapsed();
     killer.join().unwrap();
     let f = r.expect_err("a workload on a killed VM cannot succeed");
@@ -894,6 +894,8 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
         f.reason
     );
     assert!(took < Duration::from_secs(40), "took {took:?}");
+    // It ran until the kill (3 s in), and failed because the machine went away.
+    assert!(took > Duration::from_millis(2500), "ended before the kill: {}", f.reason);
     assert!(f.reason.contains("workload failed"), "{}", f.reason);
     rt.block_on(s.shutdown());
 
