@@ -895,7 +895,11 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
     );
     assert!(took < Duration::from_secs(40), "took {took:?}");
     // It ran until the kill (3 s in), and failed because the machine went away.
-    assert!(took > Duration::from_millis(2500), "ended before the kill: {}", f.reason);
+    assert!(
+        took > Duration::from_millis(2500),
+        "ended before the kill: {}",
+        f.reason
+    );
     assert!(f.reason.contains("workload failed"), "{}", f.reason);
     rt.block_on(s.shutdown());
 
