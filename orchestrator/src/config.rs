@@ -91,6 +91,65 @@ struct RawHost {
     boot_timeout_s: Option<u64>,
     scratch_mb: Option<u32>,
     extra_cmdline: Option<String>,
+    // kind = "ssh"
+    address: Option<String>,
+    identity_file: Option<String>,
+    known_hosts: Option<String>,
+    insecure_ignore_host_key: Option<bool>,
+    keepalive_s: Option<u64>,
+    connect_timeout_s: Option<u64>,
+    command_timeout_s: Option<u64>,
+    install: Option<String>,
+    kexec_cmdline: Option<String>,
+    grub_entry: Option<String>,
+    install_commands: Option<Vec<String>>,
+    reboot_command: Option<String>,
+    power_cycle: Option<String>,
+    console: Option<String>,
+    agent_port: Option<u16>,
+    agent_url: Option<String>,
+    remote_dir: Option<String>,
+}
+
+impl RawHost {
+    /// Names of the fields that only `kind = "ssh"` reads, that are set.
+    fn ssh_fields_set(&self) -> Vec<&'static str> {
+        let set = [
+            ("address", self.address.is_some()),
+            ("identity_file", self.identity_file.is_some()),
+            ("known_hosts", self.known_hosts.is_some()),
+            (
+                "insecure_ignore_host_key",
+                self.insecure_ignore_host_key.is_some(),
+            ),
+            ("keepalive_s", self.keepalive_s.is_some()),
+            ("connect_timeout_s", self.connect_timeout_s.is_some()),
+            ("command_timeout_s", self.command_timeout_s.is_some()),
+            ("install", self.install.is_some()),
+            ("kexec_cmdline", self.kexec_cmdline.is_some()),
+            ("grub_entry", self.grub_entry.is_some()),
+            ("install_commands", self.install_commands.is_some()),
+            ("reboot_command", self.reboot_command.is_some()),
+            ("power_cycle", self.power_cycle.is_some()),
+            ("console", self.console.is_some()),
+            ("agent_port", self.agent_port.is_some()),
+            ("agent_url", self.agent_url.is_some()),
+            ("remote_dir", self.remote_dir.is_some()),
+        ];
+        set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
+    }
+
+    /// Names of the fields that only `kind = "qemu"` reads, that are set.
+    fn qemu_fields_set(&self) -> Vec<&'static str> {
+        let set = [
+            ("memory_mb", self.memory_mb.is_some()),
+            ("cpus", self.cpus.is_some()),
+            ("accel", self.accel.is_some()),
+            ("scratch_mb", self.scratch_mb.is_some()),
+            ("extra_cmdline", self.extra_cmdline.is_some()),
+        ];
+        set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -284,6 +343,61 @@ pub struct HostConfig {
 pub enum HostKind {
     /// A local qemu VM firstbad boots itself.
     Qemu(QemuConfig),
+    /// A machine firstbad reaches over SSH, installs kernels on and reboots.
+    Ssh(Box<SshConfig>),
+}
+
+/// A machine reached over SSH (`kind = "ssh"`).
+#[derive(Debug, Clone)]
+pub struct SshConfig {
+    /// Who and where, with authentication, host key check and keepalive.
+    pub target: crate::hosts::ssh_conn::SshTarget,
+    /// Bound on TCP connect, handshake and authentication.
+    pub connect_timeout_s: u64,
+    /// Bound on any one remote command (uploads get this plus 1 s per MiB).
+    pub command_timeout_s: u64,
+    /// From the reboot to a verified machine with a healthy agent.
+    pub boot_timeout_s: u64,
+    /// How a candidate is installed and booted.
+    pub install: Install,
+    /// Local shell command that power-cycles the machine (`ipmitool ... chassis power
+    /// cycle`, a PDU script); without it a host that does not come back needs a person.
+    pub power_cycle: Option<String>,
+    /// Local shell command whose output is the machine's console (`ipmitool ... sol
+    /// activate`, `virsh console`, a serial server); copied to each boot's console log.
+    pub console: Option<String>,
+    /// Port the agent listens on, on the machine.
+    pub agent_port: u16,
+    /// Where firstbad reaches the agent (default `http://<host>:<agent_port>`).
+    pub agent_url: String,
+    /// Directory on the machine for kernels, the agent and its scratch files.
+    pub remote_dir: String,
+}
+
+/// How an ssh host installs and boots a candidate. Placeholders `{image}`, `{release}` and
+/// `{initrd}` in user text are replaced by shell-quoted values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Install {
+    /// `kexec -l` the image with this command line (default: the running kernel's
+    /// `/proc/cmdline`), then `kexec -e`.
+    Kexec {
+        /// The candidate's command line, or `None` for the running one.
+        cmdline: Option<String>,
+    },
+    /// Copy to /boot, `update-grub`, `grub-reboot <entry>` (a one-time entry: a kernel that
+    /// does not boot falls back to the default on the next power cycle), `reboot`.
+    GrubReboot {
+        /// The menu entry, e.g. `Advanced options for Debian GNU/Linux>Debian GNU/Linux,
+        /// with Linux {release}`.
+        entry: String,
+    },
+    /// The user's own commands, then the reboot command.
+    Commands {
+        /// Run in order; any failure fails the boot.
+        commands: Vec<String>,
+        /// Run in the background after them (default `reboot`).
+        reboot: String,
+    },
 }
 
 /// A local qemu VM.
@@ -649,16 +763,41 @@ impl HuntFile {
                         // TCG boots the tiny kernel in ~3 s; 3 min leaves room for a loaded box.
                         boot_timeout_s: h.boot_timeout_s.unwrap_or(180),
                         scratch_mb,
-                        extra_cmdline: h.extra_cmdline.unwrap_or_default(),
+                        extra_cmdline: h.extra_cmdline.clone().unwrap_or_default(),
                     })
                 }
+                "ssh" => HostKind::Ssh(Box::new(validate_ssh(&v, &at, &h)?)),
                 other => {
                     return Err(v.field(
                         &at("kind"),
-                        format!("{other:?} is not a host kind this version knows (\"qemu\")"),
+                        format!(
+                            "{other:?} is not a host kind this version knows (\"qemu\", \"ssh\")"
+                        ),
                     ))
                 }
             };
+            let wrong = match &kind {
+                HostKind::Qemu(_) => h.ssh_fields_set(),
+                HostKind::Ssh(_) => h.qemu_fields_set(),
+            };
+            if let Some(f) = wrong.first() {
+                return Err(v.field(
+                    &at(f),
+                    format!(
+                        "is not read by kind = {:?}: remove it, or change the kind",
+                        h.kind
+                    ),
+                ));
+            }
+            if hosts
+                .iter()
+                .any(|x: &HostConfig| Some(&x.name) == h.name.as_ref())
+            {
+                return Err(v.field(
+                    &at("name"),
+                    "is used by an earlier host: give each host its own name",
+                ));
+            }
             hosts.push(HostConfig {
                 name: h.name.unwrap_or_else(|| format!("{}{i}", h.kind)),
                 kind,
@@ -823,6 +962,176 @@ impl HuntFile {
             report,
         })))
     }
+}
+
+fn validate_ssh(
+    v: &Validator,
+    at: &dyn Fn(&str) -> String,
+    h: &RawHost,
+) -> Result<SshConfig, ConfigError> {
+    use crate::hosts::ssh_conn::{HostKeyCheck, SshAuth, SshTarget};
+    let address = h.address.as_deref().ok_or_else(|| {
+        v.field(
+            &at("address"),
+            "is missing: give user@host or user@host:port",
+        )
+    })?;
+    let (user, host, port) = parse_address(address).ok_or_else(|| {
+        v.field(
+            &at("address"),
+            format!("{address:?} is not user@host or user@host:port"),
+        )
+    })?;
+    let auth = match &h.identity_file {
+        Some(f) => SshAuth::KeyFile(v.path(&at("identity_file"), f)?),
+        None => SshAuth::Agent,
+    };
+    let host_key = match (h.insecure_ignore_host_key.unwrap_or(false), &h.known_hosts) {
+        (true, Some(_)) => {
+            return Err(v.field(
+                &at("insecure_ignore_host_key"),
+                "is true while known_hosts is set: keep one (known_hosts checks the key)",
+            ))
+        }
+        (true, None) => HostKeyCheck::InsecureIgnore,
+        (false, k) => HostKeyCheck::KnownHosts(v.path(
+            &at("known_hosts"),
+            k.as_deref().unwrap_or("~/.ssh/known_hosts"),
+        )?),
+    };
+    let install = match h.install.as_deref().unwrap_or("kexec") {
+        "kexec" => Install::Kexec { cmdline: h.kexec_cmdline.clone() },
+        "grub-reboot" => Install::GrubReboot {
+            entry: h.grub_entry.clone().ok_or_else(|| {
+                v.field(
+                    &at("grub_entry"),
+                    "is missing for install = \"grub-reboot\": give the menu entry, e.g. \"Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux {release}\"",
+                )
+            })?,
+        },
+        "commands" => {
+            let commands = h.install_commands.clone().unwrap_or_default();
+            if commands.is_empty() {
+                return Err(v.field(
+                    &at("install_commands"),
+                    "is missing or empty for install = \"commands\": list the commands, using {image}, {release}, {initrd}",
+                ));
+            }
+            Install::Commands {
+                commands,
+                reboot: h.reboot_command.clone().unwrap_or_else(|| "reboot".into()),
+            }
+        }
+        other => {
+            return Err(v.field(
+                &at("install"),
+                format!("{other:?} is not one of \"kexec\", \"grub-reboot\", \"commands\""),
+            ))
+        }
+    };
+    for (f, bad) in [
+        (
+            "kexec_cmdline",
+            h.kexec_cmdline.is_some() && !matches!(install, Install::Kexec { .. }),
+        ),
+        (
+            "grub_entry",
+            h.grub_entry.is_some() && !matches!(install, Install::GrubReboot { .. }),
+        ),
+        (
+            "install_commands",
+            h.install_commands.is_some() && !matches!(install, Install::Commands { .. }),
+        ),
+        (
+            "reboot_command",
+            h.reboot_command.is_some() && !matches!(install, Install::Commands { .. }),
+        ),
+    ] {
+        if bad {
+            return Err(v.field(
+                &at(f),
+                "is not read by this install method: remove it, or change install",
+            ));
+        }
+    }
+    let agent_port = h.agent_port.unwrap_or(firstbad_wire::GUEST_AGENT_PORT);
+    let agent_url = h.agent_url.clone().unwrap_or_else(|| {
+        if host.contains(':') {
+            format!("http://[{host}]:{agent_port}")
+        } else {
+            format!("http://{host}:{agent_port}")
+        }
+    });
+    if !agent_url.starts_with("http://") {
+        return Err(v.field(
+            &at("agent_url"),
+            format!("{agent_url:?} is not an http:// URL"),
+        ));
+    }
+    let remote_dir = h
+        .remote_dir
+        .clone()
+        .unwrap_or_else(|| "/var/tmp/firstbad".into());
+    if !remote_dir.starts_with('/') {
+        return Err(v.field(
+            &at("remote_dir"),
+            format!("{remote_dir:?} must be an absolute path on the machine"),
+        ));
+    }
+    let positive = |f: &str, x: Option<u64>, default: u64| -> Result<u64, ConfigError> {
+        match x {
+            Some(0) => Err(v.field(&at(f), "must be at least 1")),
+            Some(x) => Ok(x),
+            None => Ok(default),
+        }
+    };
+    Ok(SshConfig {
+        target: SshTarget {
+            user,
+            host,
+            port,
+            auth,
+            host_key,
+            // 15 s: a dead peer is noticed well inside any command deadline.
+            keepalive: std::time::Duration::from_secs(positive("keepalive_s", h.keepalive_s, 15)?),
+        },
+        connect_timeout_s: positive("connect_timeout_s", h.connect_timeout_s, 15)?,
+        command_timeout_s: positive("command_timeout_s", h.command_timeout_s, 120)?,
+        // Server firmware alone can take minutes (memory training); kexec skips it.
+        boot_timeout_s: positive("boot_timeout_s", h.boot_timeout_s, 600)?,
+        install,
+        power_cycle: h.power_cycle.clone(),
+        console: h.console.clone(),
+        agent_port,
+        agent_url,
+        remote_dir,
+    })
+}
+
+/// `user@host`, `user@host:port`, `user@[v6]:port`.
+fn parse_address(a: &str) -> Option<(String, String, u16)> {
+    let (user, rest) = a.split_once('@')?;
+    if user.is_empty() || rest.is_empty() {
+        return None;
+    }
+    let (host, port) = if let Some(r) = rest.strip_prefix('[') {
+        let (h, after) = r.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None if after.is_empty() => 22,
+            None => return None,
+        };
+        (h.to_owned(), port)
+    } else {
+        match rest.split_once(':') {
+            Some((h, p)) => (h.to_owned(), p.parse().ok()?),
+            None => (rest.to_owned(), 22),
+        }
+    };
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return None;
+    }
+    Some((user.to_owned(), host, port))
 }
 
 /// The per-user cache directory (`$XDG_CACHE_HOME/firstbad` or `~/.cache/firstbad`).
@@ -1113,6 +1422,48 @@ mod tests {
         );
         let e = HuntFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("build: missing") && e.contains("[test]"), "{e}");
+    }
+
+    #[test]
+    fn an_ssh_host_validates_and_its_errors_name_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), "");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let with = |host: &str| {
+            std::fs::write(&p, text.replace("[[hosts]]\nkind = \"qemu\"\n", host)).unwrap();
+            HuntConfig::load(&p)
+        };
+        let c = with("[[hosts]]\nname = \"lab1\"\nkind = \"ssh\"\naddress = \"root@lab1:2222\"\nidentity_file = \"id\"\npower_cycle = \"ipmitool power cycle\"\n").unwrap();
+        let HostKind::Ssh(s) = &c.hosts[0].kind else {
+            panic!("not ssh")
+        };
+        assert_eq!(
+            (
+                s.target.user.as_str(),
+                s.target.host.as_str(),
+                s.target.port
+            ),
+            ("root", "lab1", 2222)
+        );
+        assert_eq!(s.install, Install::Kexec { cmdline: None });
+        assert_eq!(
+            s.agent_url,
+            format!("http://lab1:{}", firstbad_wire::GUEST_AGENT_PORT)
+        );
+        for (host, field, words) in [
+            ("kind = \"ssh\"\naddress = \"lab1\"\n", "hosts[0].address", "user@host"),
+            ("kind = \"ssh\"\naddress = \"r@h\"\ninstall = \"pxe\"\n", "hosts[0].install", "grub-reboot"),
+            ("kind = \"ssh\"\naddress = \"r@h\"\ninstall = \"grub-reboot\"\n", "hosts[0].grub_entry", "menu entry"),
+            ("kind = \"ssh\"\naddress = \"r@h\"\ninstall = \"commands\"\n", "hosts[0].install_commands", "{image}"),
+            ("kind = \"ssh\"\naddress = \"r@h\"\nmemory_mb = 512\n", "hosts[0].memory_mb", "not read"),
+            ("kind = \"qemu\"\naddress = \"r@h\"\n", "hosts[0].address", "not read"),
+            ("kind = \"ssh\"\naddress = \"r@h\"\ninsecure_ignore_host_key = true\nknown_hosts = \"k\"\n", "hosts[0].insecure_ignore_host_key", "keep one"),
+        ] {
+            let e = with(&format!("[[hosts]]\n{host}")).unwrap_err().to_string();
+            assert!(e.contains("hunt.toml") && e.contains(field) && e.contains(words), "{e}");
+        }
+        let e = with("[[hosts]]\nname = \"a\"\nkind = \"qemu\"\n[[hosts]]\nname = \"a\"\nkind = \"ssh\"\naddress = \"r@h\"\n").unwrap_err().to_string();
+        assert!(e.contains("hosts[1].name"), "{e}");
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! verdicts are re-applied to a fresh bisection in the order they were given.
 
 use crate::build::{BuildError, Builder};
-use crate::config::{ClassifyMode, HostKind, HuntConfig};
+use crate::config::{ClassifyMode, HuntConfig};
 use crate::error::exit_code;
 use crate::history::{History, RangeOptions};
-use crate::hosts::qemu::{HostError, QemuHost};
+use crate::hosts::{Host, HostError, HostPool};
 use crate::journal::{
     BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError, RangeInfo,
     Verdict,
@@ -627,18 +627,20 @@ pub fn begin_or_resume(
 }
 
 /// The builder and the test host of a hunt, checked and ready.
-async fn prepare(cfg: &HuntConfig) -> Result<(Builder, QemuHost), HuntError> {
+async fn prepare(cfg: &HuntConfig) -> Result<(Builder, HostPool), HuntError> {
     let agent = find_agent()?;
     check_static(&agent).map_err(HuntError::Infrastructure)?;
-    let host_cfg = &cfg.hosts[0];
-    let HostKind::Qemu(qcfg) = &host_cfg.kind;
-    let host = QemuHost::new(
-        &host_cfg.name,
-        qcfg,
-        &agent,
-        &cfg.state_dir.join("hosts").join(&host_cfg.name),
-    );
-    host.preflight()?;
+    let mut hosts = Vec::new();
+    for host_cfg in &cfg.hosts {
+        let host = Host::new(
+            host_cfg,
+            &agent,
+            &cfg.state_dir.join("hosts").join(&host_cfg.name),
+        );
+        host.preflight()?;
+        hosts.push(host);
+    }
+    let host = HostPool::new(hosts);
     let repo = cfg.repo.clone();
     let b = cfg.build.clone();
     let builder = tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
@@ -801,7 +803,8 @@ struct Ctx<'a> {
     cfg: &'a HuntConfig,
     journal: &'a Journal,
     builder: Builder,
-    host: QemuHost,
+    /// The hosts; boots go to the first, and a host with a host error leaves the pool.
+    host: HostPool,
 }
 
 impl Ctx<'_> {
@@ -858,7 +861,7 @@ impl Ctx<'_> {
             unreachable!("only built commits are booted");
         };
         let boot = state.boots_done(commit) + 1;
-        let host = self.host.name().to_owned();
+        let host = self.host.current().name().to_owned();
         self.journal.append(&Event::BootStarted {
             commit: commit.to_owned(),
             boot,
@@ -870,8 +873,23 @@ impl Ctx<'_> {
             .join("consoles")
             .join(format!("{}-boot{boot}.log", short(commit)));
         tracing::info!("boot {boot} of {} on {host}", short(commit));
-        let outcome = match self.host.boot(&image, &kernel_release, &console).await {
-            Err(Err(host_error)) => return Err(host_error.into()),
+        let outcome = match self
+            .host
+            .current()
+            .boot(&image, &kernel_release, &console)
+            .await
+        {
+            // With another host left, this one leaves the pool and the boot is a failed one
+            // (never a verdict); the next boot goes to the next host.
+            Err(Err(host_error)) => match self.host.retire(&host_error) {
+                Some(next) => BootOutcome::Failed {
+                    reason: format!(
+                        "host {host} left the pool ({host_error}); next boots on {next}"
+                    ),
+                    console: console.clone(),
+                },
+                None => return Err(host_error.into()),
+            },
             Err(Ok(failure)) => BootOutcome::Failed {
                 reason: failure.reason,
                 console: failure.console,
@@ -879,7 +897,7 @@ impl Ctx<'_> {
             Ok(mut session) => {
                 let timeout = Duration::from_secs(self.cfg.workload.timeout_s);
                 let r = session.run(&self.cfg.workload.workload, timeout).await;
-                let (identity, boot_seconds) = (session.identity.clone(), session.boot_seconds);
+                let (identity, boot_seconds) = (session.identity().clone(), session.boot_seconds());
                 session.shutdown().await;
                 match r {
                     Err(failure) => BootOutcome::Failed {
@@ -923,7 +941,7 @@ impl Ctx<'_> {
         self.journal.append(&Event::BootFinished {
             commit: commit.to_owned(),
             boot,
-            host,
+            host: host.clone(),
             outcome: outcome.clone(),
         })?;
         state
@@ -932,7 +950,7 @@ impl Ctx<'_> {
             .or_default()
             .push(BootRecord {
                 boot,
-                host: self.host.name().to_owned(),
+                host: host.clone(),
                 outcome,
             });
         state.boots_since_verdict += 1;
@@ -1196,7 +1214,7 @@ impl Ctx<'_> {
             return Err(HuntError::Infrastructure(format!(
                 "host {} drifted: {summary}. The verdicts given since the previous check are \
                  suspect; check the host, then rerun to resume (the check is repeated first)",
-                self.host.name()
+                self.host.current().name()
             )));
         }
         tracing::info!("no drift: {summary}");

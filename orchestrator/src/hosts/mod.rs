@@ -2,12 +2,18 @@
 //!
 //! A host either yields a booted, verified machine with a running agent, or a
 //! [`BootFailure`]: a reason and the console log, which the hunt records as a failed boot
-//! and never as a verdict.
+//! and never as a verdict. [`Host`] is the one type the hunt uses; it dispatches to the
+//! kinds: [`qemu`] (a local VM) and [`ssh`] (a lab machine).
 
 pub mod cpio;
 pub mod qemu;
+pub mod ssh;
+pub mod ssh_conn;
 
-use std::path::PathBuf;
+use crate::config::{HostConfig, HostKind};
+use firstbad_wire::{Identity, Workload, WorkloadResult};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A boot that did not give a verified, working test machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +25,39 @@ pub struct BootFailure {
     pub console: PathBuf,
 }
 
+/// An error that is the host's or firstbad's, not the candidate's: the hunt stops on it.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool the host needs is missing.
+    #[error("{0}")]
+    Missing(String),
+    /// The host is down and firstbad could not bring it back: a person must look at it.
+    #[error("host {host} needs a person: {why}")]
+    NeedsPerson {
+        /// The host's name.
+        host: String,
+        /// What happened and what was tried.
+        why: String,
+    },
+    /// The agent on the host refused this boot's token.
+    #[error("host {host}: {why}")]
+    Agent {
+        /// The host's name.
+        host: String,
+        /// What happened.
+        why: String,
+    },
+}
+
 /// Console lines that end a boot as failed. A WARNING is not among them: it does not stop
 /// the machine, and a regression hunt must not skip a commit for a harmless warning.
 pub const FATAL_CONSOLE_MARKERS: &[&str] = &[
@@ -27,6 +66,9 @@ pub const FATAL_CONSOLE_MARKERS: &[&str] = &[
     "Oops: ",
     "general protection fault",
     "INFO: task hung",
+    // The hung-task detector's real words: "INFO: task jbd2/vda-8:97 blocked for more than
+    // 120 seconds." (kernel/hung_task.c).
+    " blocked for more than ",
     "firstbad-init: FAILED",
 ];
 
@@ -36,6 +78,185 @@ pub fn fatal_marker(line: &str) -> Option<&'static str> {
         .iter()
         .copied()
         .find(|m| line.contains(m))
+}
+
+/// The kernel's boot banner; a second one in one boot's console is a silent reboot.
+pub const BANNER: &str = "Linux version ";
+
+/// Reads one boot's console of a real machine line by line: a fatal marker, or a second
+/// kernel banner (the machine rebooted on its own: a panic with `panic=N`, a watchdog, a
+/// triple fault that printed nothing), fails the boot.
+#[derive(Debug, Default)]
+pub struct ConsoleScanner {
+    banners: u32,
+}
+
+impl ConsoleScanner {
+    /// The reason this line fails the boot, if it does.
+    pub fn line(&mut self, line: &str) -> Option<String> {
+        if let Some(m) = fatal_marker(line) {
+            return Some(format!("{m}: {}", line.trim()));
+        }
+        if line.contains(BANNER) {
+            self.banners += 1;
+            if self.banners > 1 {
+                return Some(format!(
+                    "the machine rebooted on its own (a second kernel banner): {}",
+                    line.trim()
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// A configured test host of any kind.
+pub enum Host {
+    /// A local qemu VM.
+    Qemu(qemu::QemuHost),
+    /// A machine reached over SSH.
+    Ssh(Box<ssh::SshHost>),
+}
+
+/// A booted, verified test machine with its agent.
+pub enum Session {
+    /// On a qemu host.
+    Qemu(Box<qemu::Session>),
+    /// On an ssh host.
+    Ssh(Box<ssh::Session>),
+}
+
+impl Host {
+    /// The host described by `cfg`, keeping its per-boot files under `work`.
+    pub fn new(cfg: &HostConfig, agent_binary: &Path, work: &Path) -> Host {
+        match &cfg.kind {
+            HostKind::Qemu(q) => Host::Qemu(qemu::QemuHost::new(&cfg.name, q, agent_binary, work)),
+            HostKind::Ssh(s) => Host::Ssh(Box::new(ssh::SshHost::new(
+                &cfg.name,
+                s,
+                agent_binary,
+                work,
+            ))),
+        }
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Host::Qemu(h) => h.name(),
+            Host::Ssh(h) => h.name(),
+        }
+    }
+
+    /// Checks, before a hunt, what can be checked without booting.
+    pub fn preflight(&self) -> Result<(), HostError> {
+        match self {
+            Host::Qemu(h) => h.preflight(),
+            Host::Ssh(h) => h.preflight(),
+        }
+    }
+
+    /// Boots `image` and waits for a healthy agent that reports `expected_release`.
+    ///
+    /// `Err(Ok(failure))` is the candidate's failure (a skip, never a verdict);
+    /// `Err(Err(e))` is the host's, and stops the hunt.
+    pub async fn boot(
+        &mut self,
+        image: &Path,
+        expected_release: &str,
+        console: &Path,
+    ) -> Result<Session, Result<BootFailure, HostError>> {
+        match self {
+            Host::Qemu(h) => h
+                .boot(image, expected_release, console)
+                .await
+                .map(|s| Session::Qemu(Box::new(s))),
+            Host::Ssh(h) => h
+                .boot(image, expected_release, console)
+                .await
+                .map(|s| Session::Ssh(Box::new(s))),
+        }
+    }
+}
+
+/// The hunt's hosts. Boots go to the first; a host that fails with a host error (it needs a
+/// person, its agent is not ours) leaves the pool with a clear message, and the hunt goes on
+/// with the others. Parallel use of several hosts at once is not wired into the hunt yet.
+pub struct HostPool {
+    hosts: Vec<Host>,
+}
+
+impl HostPool {
+    /// A pool of at least one host.
+    pub fn new(hosts: Vec<Host>) -> HostPool {
+        assert!(!hosts.is_empty(), "the config validates at least one host");
+        HostPool { hosts }
+    }
+
+    /// The host the next boot goes to.
+    pub fn current(&mut self) -> &mut Host {
+        &mut self.hosts[0]
+    }
+
+    /// The names of the hosts still in the pool.
+    pub fn names(&self) -> Vec<&str> {
+        self.hosts.iter().map(Host::name).collect()
+    }
+
+    /// Takes the current host out after `error` if another remains, and returns the next
+    /// host's name; `None` when it was the last (the error must then stop the hunt).
+    pub fn retire(&mut self, error: &HostError) -> Option<String> {
+        if self.hosts.len() < 2 {
+            return None;
+        }
+        let gone = self.hosts.remove(0);
+        let next = self.hosts[0].name().to_owned();
+        tracing::error!(
+            "host {} leaves the pool: {error}; the hunt continues on {} ({} left)",
+            gone.name(),
+            next,
+            self.hosts.len()
+        );
+        Some(next)
+    }
+}
+
+impl Session {
+    /// What the agent reported.
+    pub fn identity(&self) -> &Identity {
+        match self {
+            Session::Qemu(s) => &s.identity,
+            Session::Ssh(s) => &s.identity,
+        }
+    }
+
+    /// Seconds from the start of the boot to a healthy agent.
+    pub fn boot_seconds(&self) -> f64 {
+        match self {
+            Session::Qemu(s) => s.boot_seconds,
+            Session::Ssh(s) => s.boot_seconds,
+        }
+    }
+
+    /// Runs a workload; a fatal console line or a timeout makes it a [`BootFailure`].
+    pub async fn run(
+        &mut self,
+        workload: &Workload,
+        timeout: Duration,
+    ) -> Result<WorkloadResult, BootFailure> {
+        match self {
+            Session::Qemu(s) => s.run(workload, timeout).await,
+            Session::Ssh(s) => s.run(workload, timeout).await,
+        }
+    }
+
+    /// Ends the session (stops the VM, or the agent on the machine).
+    pub async fn shutdown(self) {
+        match self {
+            Session::Qemu(s) => s.shutdown().await,
+            Session::Ssh(s) => s.shutdown().await,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -49,5 +270,61 @@ mod tests {
         );
         assert!(fatal_marker("[    2.00] BUG: kernel NULL pointer dereference").is_some());
         assert!(fatal_marker("[    2.00] WARNING: CPU: 0 PID: 1 at fs/ext4/inode.c").is_none());
+    }
+
+    #[test]
+    fn a_host_with_a_host_error_leaves_the_pool_unless_it_is_the_last() {
+        let q = crate::config::QemuConfig {
+            memory_mb: 256,
+            cpus: 1,
+            accel: crate::config::Accel::Tcg,
+            boot_timeout_s: 10,
+            scratch_mb: 64,
+            extra_cmdline: String::new(),
+        };
+        let host = |name: &str| {
+            Host::new(
+                &HostConfig {
+                    name: name.into(),
+                    kind: HostKind::Qemu(q.clone()),
+                },
+                Path::new("/nonexistent"),
+                Path::new("/tmp"),
+            )
+        };
+        let mut pool = HostPool::new(vec![host("lab1"), host("lab2")]);
+        let e = HostError::NeedsPerson {
+            host: "lab1".into(),
+            why: "down".into(),
+        };
+        assert_eq!(pool.retire(&e).as_deref(), Some("lab2"));
+        assert_eq!(pool.names(), ["lab2"]);
+        assert_eq!(pool.current().name(), "lab2");
+        assert_eq!(
+            pool.retire(&e),
+            None,
+            "the last host stays, and its error stops the hunt"
+        );
+        assert_eq!(pool.names(), ["lab2"]);
+    }
+
+    #[test]
+    fn a_second_banner_is_a_silent_reboot() {
+        let mut s = ConsoleScanner::default();
+        assert!(s
+            .line("[    0.000000] Linux version 6.1.192-fbabc (gcc) #1")
+            .is_none());
+        assert!(s.line("[    1.0] random: crng init done").is_none());
+        assert!(s
+            .line("[    9.0] WARNING: CPU: 0 PID: 1 at mm/x.c")
+            .is_none());
+        let r = s
+            .line("[    0.000000] Linux version 6.1.192-fbdef (gcc) #1")
+            .expect("a second banner fails the boot");
+        assert!(r.contains("rebooted on its own"), "{r}");
+        let mut s = ConsoleScanner::default();
+        assert!(s
+            .line("[  241.1] INFO: task jbd2/vda-8:97 blocked for more than 120 seconds.")
+            .is_some());
     }
 }

@@ -26,22 +26,7 @@ pub const BUSYBOX: &str = "/bin/busybox";
 /// The qemu binary.
 const QEMU: &str = "qemu-system-x86_64";
 
-/// An error that is the host's or firstbad's, not the candidate's: the hunt stops on it.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    /// A file or process operation failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A tool the host needs is missing.
-    #[error("{0}")]
-    Missing(String),
-}
+pub use super::HostError;
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
     let what = what.into();
