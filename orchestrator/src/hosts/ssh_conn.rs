@@ -59,6 +59,18 @@ impl SshTarget {
     }
 }
 
+/// libssh2's own timeout for a call with firstbad deadline `deadline`: a backstop, twice the
+/// deadline and at least 1 s later, so that firstbad's deadline always fires first and is
+/// reported as such. Equal bounds raced: on a loaded box libssh2's timeout won and a silent
+/// peer was reported as a failed handshake instead of a missed deadline.
+fn backstop_ms(deadline: Duration) -> u32 {
+    let ms = deadline
+        .as_millis()
+        .saturating_mul(2)
+        .max(deadline.as_millis() + 1000);
+    ms.min(u32::MAX as u128) as u32
+}
+
 /// An SSH failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SshError {
@@ -289,7 +301,7 @@ impl Conn {
             move || {
                 let s = session.lock().expect("one call at a time");
                 // The libssh2 bound: a wait on the socket longer than this fails.
-                s.set_timeout(deadline.as_millis().min(u32::MAX as u128) as u32);
+                s.set_timeout(backstop_ms(deadline));
                 let _ = s.keepalive_send();
                 f(&s)
             },
@@ -456,7 +468,7 @@ fn handshake(
     );
     *slot.lock().expect("socket slot") = Some(keep.clone());
     let mut s = ssh2::Session::new().map_err(|e| fail("starting libssh2", e.to_string()))?;
-    s.set_timeout(deadline.as_millis().min(u32::MAX as u128) as u32);
+    s.set_timeout(backstop_ms(deadline));
     s.set_tcp_stream(tcp);
     s.handshake()
         .map_err(|e| fail("SSH handshake", e.to_string()))?;
