@@ -110,6 +110,55 @@ impl ConsoleScanner {
     }
 }
 
+/// Copies one boot's console to its log: the kernel's lines from `console`, and the messages of
+/// what carries them (qemu's stderr, a console command's stderr) from `carrier`, tagged
+/// `[tag]`. The first console line that fails the boot ([`ConsoleScanner`]) is sent on `fatal`;
+/// carrier lines are logged, not scanned. Returns `fatal` when both streams have closed, so
+/// that the caller decides whether a closed console means anything (qemu: the VM is gone;
+/// a console command: nothing about the kernel).
+pub async fn copy_console(
+    console: impl tokio::io::AsyncRead + Unpin,
+    carrier: impl tokio::io::AsyncRead + Unpin,
+    tag: &str,
+    mut log: tokio::fs::File,
+    fatal: tokio::sync::watch::Sender<Option<String>>,
+) -> tokio::sync::watch::Sender<Option<String>> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut scanner = ConsoleScanner::default();
+    let mut out = tokio::io::BufReader::new(console).split(b'\n');
+    let mut err = tokio::io::BufReader::new(carrier).split(b'\n');
+    let (mut out_open, mut err_open) = (true, true);
+    while out_open || err_open {
+        let (line, from_carrier) = tokio::select! {
+            l = out.next_segment(), if out_open => match l {
+                Ok(Some(l)) => (l, false),
+                _ => { out_open = false; continue; }
+            },
+            l = err.next_segment(), if err_open => match l {
+                Ok(Some(l)) => (l, true),
+                _ => { err_open = false; continue; }
+            },
+        };
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\r');
+        let text = if from_carrier {
+            format!("[{tag}] {text}")
+        } else {
+            text.to_owned()
+        };
+        let _ = log.write_all(text.as_bytes()).await;
+        let _ = log.write_all(b"\n").await;
+        if fatal.borrow().is_none() && !from_carrier {
+            if let Some(reason) = scanner.line(&text) {
+                let _ = log.flush().await;
+                fatal.send_replace(Some(reason));
+            }
+        }
+    }
+    let _ = log.flush().await;
+    fatal
+}
+
 /// A configured test host of any kind.
 pub enum Host {
     /// A local qemu VM.

@@ -7,14 +7,13 @@
 //! 127.0.0.1. KVM is used only when a probe with a timeout shows it works; TCG otherwise.
 
 use super::cpio::Archive;
-use super::{fatal_marker, BootFailure};
+use super::BootFailure;
 use crate::agent_client::{AgentClient, AgentError};
 use crate::config::{Accel, QemuConfig};
 use firstbad_wire::{Identity, Workload, WorkloadResult, GUEST_AGENT_PORT};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 /// The guest's /init (busybox sh): mounts, network, scratch disk, then the agent.
@@ -239,7 +238,9 @@ impl QemuHost {
             .map_err(Err)?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
-        tokio::spawn(copy_console(stdout, stderr, log, fatal_tx));
+        // When qemu exits both streams close and the sender is dropped: a closed console
+        // means the VM is gone.
+        tokio::spawn(super::copy_console(stdout, stderr, "qemu", log, fatal_tx));
 
         let client = AgentClient::new(format!("http://127.0.0.1:{port}"), token);
         let deadline = started + Duration::from_secs(self.cfg.boot_timeout_s);
@@ -337,45 +338,6 @@ impl Session {
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
     }
-}
-
-/// Copies qemu's serial console (stdout) and its own messages (stderr) to the console log,
-/// reporting the first fatal line.
-async fn copy_console(
-    stdout: tokio::process::ChildStdout,
-    stderr: tokio::process::ChildStderr,
-    mut log: tokio::fs::File,
-    fatal: watch::Sender<Option<String>>,
-) {
-    let mut out = tokio::io::BufReader::new(stdout).split(b'\n');
-    let mut err = tokio::io::BufReader::new(stderr).split(b'\n');
-    let (mut out_open, mut err_open) = (true, true);
-    while out_open || err_open {
-        let (line, from_qemu) = tokio::select! {
-            l = out.next_segment(), if out_open => match l {
-                Ok(Some(l)) => (l, false),
-                _ => { out_open = false; continue; }
-            },
-            l = err.next_segment(), if err_open => match l {
-                Ok(Some(l)) => (l, true),
-                _ => { err_open = false; continue; }
-            },
-        };
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches('\r');
-        let text = if from_qemu {
-            format!("[qemu] {text}")
-        } else {
-            text.to_owned()
-        };
-        let _ = log.write_all(text.as_bytes()).await;
-        let _ = log.write_all(b"\n").await;
-        if fatal.borrow().is_none() && fatal_marker(&text).is_some() {
-            let _ = log.flush().await;
-            fatal.send_replace(Some(text.trim().to_owned()));
-        }
-    }
-    let _ = log.flush().await;
 }
 
 async fn make_scratch(path: &Path, mb: u32) -> Result<(), HostError> {

@@ -15,14 +15,14 @@
 //! Every SSH call has a deadline firstbad enforces ([`super::ssh_conn`]).
 
 use super::ssh_conn::{fill_placeholders, shell_quote, Conn, SshError};
-use super::{BootFailure, ConsoleScanner, HostError};
+use super::{BootFailure, HostError};
 use crate::agent_client::{AgentClient, AgentError};
 use crate::config::{Install, SshConfig};
 use firstbad_wire::{Identity, Workload, WorkloadResult};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 /// A lab machine reached over SSH.
@@ -576,37 +576,7 @@ async fn start_console(
     let out = child.stdout.take().expect("stdout is piped");
     let err = child.stderr.take().expect("stderr is piped");
     tokio::spawn(async move {
-        let mut scanner = ConsoleScanner::default();
-        let mut out = tokio::io::BufReader::new(out).split(b'\n');
-        let mut err = tokio::io::BufReader::new(err).split(b'\n');
-        let (mut out_open, mut err_open) = (true, true);
-        while out_open || err_open {
-            let (line, from_cmd) = tokio::select! {
-                l = out.next_segment(), if out_open => match l {
-                    Ok(Some(l)) => (l, false),
-                    _ => { out_open = false; continue; }
-                },
-                l = err.next_segment(), if err_open => match l {
-                    Ok(Some(l)) => (l, true),
-                    _ => { err_open = false; continue; }
-                },
-            };
-            let text = String::from_utf8_lossy(&line);
-            let text = text.trim_end_matches('\r');
-            let text = if from_cmd {
-                format!("[console command] {text}")
-            } else {
-                text.to_owned()
-            };
-            let _ = file.write_all(text.as_bytes()).await;
-            let _ = file.write_all(b"\n").await;
-            let _ = file.flush().await;
-            if tx.borrow().is_none() && !from_cmd {
-                if let Some(reason) = scanner.line(&text) {
-                    tx.send_replace(Some(reason));
-                }
-            }
-        }
+        let tx = super::copy_console(out, err, "console command", file, tx).await;
         // The console command ended; a closed console is not a failed kernel.
         std::mem::forget(tx);
     });
