@@ -321,49 +321,22 @@ pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
 /// Runs (or resumes) a hunt, first applying the verdicts of a `git bisect log` (`firstbad run
 /// --replay <file>`) so that they are not tested again.
 pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
-    let history = History::open(&cfg.repo).map_err(|e| HuntError::BadInput(e.to_string()))?;
-    let options = RangeOptions {
-        paths: cfg.paths.clone(),
-        first_parent: cfg.first_parent,
-    };
-    // Name the field of a revision git does not know; range() then checks how they relate.
-    for (i, g) in cfg.goods.iter().enumerate() {
-        let field = if cfg.goods.len() == 1 {
-            "hunt.good".to_string()
-        } else {
-            format!("hunt.good[{i}]")
-        };
-        history
-            .resolve(g)
-            .map_err(|e| HuntError::BadInput(format!("{}: {field}: {e}", cfg.source.display())))?;
-    }
-    history
-        .resolve(&cfg.bad)
-        .map_err(|e| HuntError::BadInput(format!("{}: hunt.bad: {e}", cfg.source.display())))?;
-    let range = history
-        .range(&cfg.bad, &cfg.goods, &options)
-        .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.source.display())))?;
-    for note in &range.notes {
-        tracing::warn!("{note}");
-    }
-    let bad = range.bad.id.clone();
-    let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
+    let HuntRange {
+        history,
+        dag,
+        bad,
+        goods,
+        info: range_info,
+    } = HuntRange::load(
+        &cfg.source,
+        &cfg.repo,
+        &cfg.goods,
+        &cfg.bad,
+        &cfg.paths,
+        cfg.first_parent,
+    )?;
     // The first good is measured as the baseline; the others only bound the range.
-    let good = goods.first().cloned().ok_or_else(|| {
-        HuntError::BadInput(format!(
-            "{}: hunt.good: no good revision",
-            cfg.source.display()
-        ))
-    })?;
-    let dag = range.dag;
-    let range_info =
-        (goods.len() > 1 || !cfg.paths.is_empty() || cfg.first_parent || !range.notes.is_empty())
-            .then(|| RangeInfo {
-                goods: goods.clone(),
-                paths: cfg.paths.clone(),
-                first_parent: cfg.first_parent,
-                notes: range.notes.clone(),
-            });
+    let good = goods[0].clone();
 
     std::fs::create_dir_all(&cfg.state_dir).map_err(|e| {
         HuntError::BadInput(format!(
@@ -586,6 +559,82 @@ fn bad_under(dag: &Dag, hypotheses: &[usize], tested: usize) -> Vec<bool> {
         }
     }
     hypotheses.iter().map(|&h| seen[h]).collect()
+}
+
+/// A hunt's range, loaded from the hunt file's revisions and range options.
+pub struct HuntRange {
+    /// The repository.
+    pub history: History,
+    /// The candidates.
+    pub dag: Dag,
+    /// The bad commit.
+    pub bad: String,
+    /// The good commits bounding the range (at least one; a merge base stands in for a good on
+    /// another branch).
+    pub goods: Vec<String>,
+    /// The range options and notes, when there is anything beyond one good and one bad.
+    pub info: Option<RangeInfo>,
+}
+
+impl HuntRange {
+    /// Opens `repo`, resolves the revisions (an unknown one is named by its field in
+    /// `source`), loads the range and logs what must be said about it (a merge base standing
+    /// in for a good revision).
+    pub fn load(
+        source: &Path,
+        repo: &Path,
+        goods: &[String],
+        bad: &str,
+        paths: &[String],
+        first_parent: bool,
+    ) -> Result<HuntRange, HuntError> {
+        let bad_input = |m: String| HuntError::BadInput(format!("{}: {m}", source.display()));
+        let history = History::open(repo).map_err(|e| bad_input(format!("hunt.repo: {e}")))?;
+        // Name the field of a revision git does not know; range() then checks how they relate.
+        for (i, g) in goods.iter().enumerate() {
+            let field = if goods.len() == 1 {
+                "hunt.good".to_string()
+            } else {
+                format!("hunt.good[{i}]")
+            };
+            history
+                .resolve(g)
+                .map_err(|e| bad_input(format!("{field}: {e}")))?;
+        }
+        history
+            .resolve(bad)
+            .map_err(|e| bad_input(format!("hunt.bad: {e}")))?;
+        let options = RangeOptions {
+            paths: paths.to_vec(),
+            first_parent,
+        };
+        let range = history
+            .range(bad, goods, &options)
+            .map_err(|e| bad_input(e.to_string()))?;
+        for note in &range.notes {
+            tracing::warn!("{note}");
+        }
+        let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
+        if goods.is_empty() {
+            return Err(bad_input("hunt.good: no good revision".into()));
+        }
+        let info =
+            (goods.len() > 1 || !paths.is_empty() || first_parent || !range.notes.is_empty()).then(
+                || RangeInfo {
+                    goods: goods.clone(),
+                    paths: paths.to_vec(),
+                    first_parent,
+                    notes: range.notes.clone(),
+                },
+            );
+        Ok(HuntRange {
+            history,
+            dag: range.dag,
+            bad: range.bad.id.clone(),
+            goods,
+            info,
+        })
+    }
 }
 
 /// Starts a hunt's journal (identity, candidate count, range options), or checks that the

@@ -47,7 +47,6 @@
 use crate::build::checkout_detached;
 use crate::config::{LocalConfig, TestConfig};
 use crate::error::exit_code;
-use crate::history::{History, RangeOptions};
 use crate::hunt::{apply_replay, journal_path, short, HuntError, HuntState, Outcome};
 use crate::journal::{
     Entry, Event, HuntEnd, HuntIdentity, Journal, RangeInfo, TestOutcome, Verdict,
@@ -136,46 +135,21 @@ pub fn rounds(entries: &[Entry]) -> u32 {
 
 /// Runs (or resumes) a local command hunt to its end.
 pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
-    let bad_input = |m: String| HuntError::BadInput(format!("{}: {m}", cfg.source.display()));
-    let history = History::open(&cfg.repo).map_err(|e| bad_input(format!("hunt.repo: {e}")))?;
-    for (i, g) in cfg.goods.iter().enumerate() {
-        let field = if cfg.goods.len() == 1 {
-            "hunt.good".to_string()
-        } else {
-            format!("hunt.good[{i}]")
-        };
-        history
-            .resolve(g)
-            .map_err(|e| bad_input(format!("{field}: {e}")))?;
-    }
-    history
-        .resolve(&cfg.bad)
-        .map_err(|e| bad_input(format!("hunt.bad: {e}")))?;
-    let options = RangeOptions {
-        paths: cfg.paths.clone(),
-        first_parent: cfg.first_parent,
-    };
-    let range = history
-        .range(&cfg.bad, &cfg.goods, &options)
-        .map_err(|e| bad_input(e.to_string()))?;
-    for note in &range.notes {
-        tracing::warn!("{note}");
-    }
-    let bad = range.bad.id.clone();
-    let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
-    let good = goods
-        .first()
-        .cloned()
-        .ok_or_else(|| bad_input("hunt.good: no good revision".into()))?;
-    let dag = range.dag;
-    let range_info =
-        (goods.len() > 1 || !cfg.paths.is_empty() || cfg.first_parent || !range.notes.is_empty())
-            .then(|| RangeInfo {
-                goods: goods.clone(),
-                paths: cfg.paths.clone(),
-                first_parent: cfg.first_parent,
-                notes: range.notes.clone(),
-            });
+    let crate::hunt::HuntRange {
+        history,
+        dag,
+        bad,
+        goods,
+        info: range_info,
+    } = crate::hunt::HuntRange::load(
+        &cfg.source,
+        &cfg.repo,
+        &cfg.goods,
+        &cfg.bad,
+        &cfg.paths,
+        cfg.first_parent,
+    )?;
+    let good = goods[0].clone();
 
     std::fs::create_dir_all(cfg.state_dir.join("logs")).map_err(|e| {
         HuntError::BadInput(format!(
