@@ -124,27 +124,35 @@ pub struct HuntState {
     pub end: Option<HuntEnd>,
     /// Number of candidates at the start.
     pub candidates: Option<usize>,
-    /// The last step begun and not finished (what a killed run was doing).
+    /// The steps begun and not finished (what a killed or running hunt is doing), joined.
     pub in_flight: Option<String>,
     /// Range options and notes, when the hunt has any.
     pub range: Option<RangeInfo>,
+    /// Hosts that left the pool, with the error that took them out.
+    pub retired: Vec<(String, String)>,
 }
 
 impl HuntState {
     /// Derives the state from journal events.
     pub fn replay(events: &[crate::journal::Entry]) -> HuntState {
         let mut s = HuntState::default();
+        // Steps begun and not finished, oldest first: several boots run at once on a pool.
+        let mut pending: Vec<(String, Option<u32>, String)> = Vec::new();
         for e in events {
             match &e.event {
                 Event::HuntStarted { candidates } => s.candidates = Some(*candidates),
-                Event::BuildStarted { commit } => s.in_flight = Some(format!("building {commit}")),
+                Event::BuildStarted { commit } => {
+                    pending.push((commit.clone(), None, format!("building {commit}")))
+                }
                 Event::BuildFinished { commit, outcome } => {
                     s.builds.insert(commit.clone(), outcome.clone());
-                    s.in_flight = None;
+                    pending.retain(|(c, b, _)| !(c == commit && b.is_none()));
                 }
-                Event::BootStarted { commit, boot, host } => {
-                    s.in_flight = Some(format!("boot {boot} of {commit} on {host}"))
-                }
+                Event::BootStarted { commit, boot, host } => pending.push((
+                    commit.clone(),
+                    Some(*boot),
+                    format!("boot {boot} of {commit} on {host}"),
+                )),
                 Event::BootFinished {
                     commit,
                     boot,
@@ -156,7 +164,7 @@ impl HuntState {
                         host: host.clone(),
                         outcome: outcome.clone(),
                     });
-                    s.in_flight = None;
+                    pending.retain(|(c, b, _)| !(c == commit && *b == Some(*boot)));
                     s.boots_since_verdict += 1;
                 }
                 Event::BaselinesConfirmed { summary, boots } => {
@@ -202,9 +210,22 @@ impl HuntState {
                 }
                 Event::Finished { end } => s.end = Some(end.clone()),
                 Event::Range(r) => s.range = Some(r.clone()),
+                Event::HostRetired { host, reason } => {
+                    s.retired.push((host.clone(), reason.clone()))
+                }
+                Event::HostRestored { host } => s.retired.retain(|(h, _)| h != host),
                 // Local command hunts (crate::local) keep their own view of these.
                 Event::TestStarted { .. } | Event::TestFinished { .. } => {}
             }
+        }
+        if !pending.is_empty() {
+            s.in_flight = Some(
+                pending
+                    .into_iter()
+                    .map(|(_, _, what)| what)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
         }
         s
     }
@@ -239,8 +260,20 @@ impl HuntState {
             .unwrap_or_default()
     }
 
-    fn boots_done(&self, commit: &str) -> u32 {
-        self.boots.get(commit).map_or(0, |b| b.len() as u32)
+    /// The number the next boot of `commit` gets: one past the highest finished boot, so that
+    /// boots finishing out of order (several hosts) never share a number, and a boot cut by
+    /// `kill -9` is redone under its own number.
+    fn next_boot_number(&self, commit: &str) -> u32 {
+        self.boots
+            .get(commit)
+            .and_then(|b| b.iter().map(|r| r.boot).max())
+            .unwrap_or(0)
+            + 1
+    }
+
+    /// Every finished boot of the hunt.
+    fn total_boots(&self) -> usize {
+        self.boots.values().map(Vec::len).sum()
     }
 }
 
@@ -315,12 +348,17 @@ pub struct Outcome {
 
 /// Runs (or resumes) a hunt to its end.
 pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
-    run_with(cfg, None).await
+    run_with(cfg, None, &[]).await
 }
 
 /// Runs (or resumes) a hunt, first applying the verdicts of a `git bisect log` (`firstbad run
-/// --replay <file>`) so that they are not tested again.
-pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
+/// --replay <file>`) so that they are not tested again, and putting the hosts named in
+/// `restore` back into the pool (`--restore-host`).
+pub async fn run_with(
+    cfg: &HuntConfig,
+    replay: Option<&Path>,
+    restore: &[String],
+) -> Result<Outcome, HuntError> {
     let HuntRange {
         history,
         dag,
@@ -374,8 +412,20 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
     if let Some(file) = replay {
         apply_replay(&history, &dag, &bad, &goods, &journal, &mut state, file)?;
     }
+    for name in restore {
+        if !cfg.hosts.iter().any(|h| h.name == *name) {
+            return Err(HuntError::BadInput(format!(
+                "--restore-host {name}: the hunt file has no [[hosts]] named {name:?}"
+            )));
+        }
+        if state.retired.iter().any(|(h, _)| h == name) {
+            tracing::info!("host {name} is back in the pool");
+            journal.append(&Event::HostRestored { host: name.clone() })?;
+            state.retired.retain(|(h, _)| h != name);
+        }
+    }
 
-    let (builder, host) = prepare(cfg).await?;
+    let (builder, host) = prepare(cfg, &state.retired).await?;
     let mut ctx = Ctx {
         cfg,
         journal: &journal,
@@ -424,38 +474,81 @@ pub async fn run_with(cfg: &HuntConfig, replay: Option<&Path>) -> Result<Outcome
         .filter_map(|id| dag.index_of(id))
         .collect();
     for (commit, verdict, _) in &state.verdicts {
-        bisection.mark(commit, *verdict).map_err(|e| {
+        bisection.mark_result(commit, *verdict).map_err(|e| {
             HuntError::BadInput(format!(
                 "{}: the journal does not fit this range ({e}); use another hunt.state_dir",
                 cfg.state_dir.display()
             ))
         })?;
     }
+    // With K hosts, K commits are under test at once: those chosen to split the candidates
+    // into K + 1 near-equal parts (git's own choice when K = 1), each booted once a round
+    // until its sequential test calls it. A verdict re-plans the round before more boots.
+    let mut endpoints: Vec<&str> = goods.iter().map(String::as_str).collect();
+    endpoints.push(&bad);
     let end = loop {
         ctx.drift_check(&mut state, &good, &judge).await?;
         match bisection.next() {
             Next::Found(commit) => break HuntEnd::Found { commit },
             Next::OnlySkippedLeft(commits) => break HuntEnd::OnlySkippedLeft { commits },
-            Next::Test(commit) => {
+            Next::Test(_) => {}
+        }
+        let k = ctx.host.len();
+        let mut work = under_test(&state, &bisection, &endpoints);
+        for commit in bisection.next_parallel(k) {
+            if work.len() < k && !work.contains(&commit) {
+                work.push(commit);
+            }
+        }
+        work.truncate(k);
+        let mut to_boot = Vec::new();
+        let mut decided = false;
+        for commit in work {
+            if !state.boots.contains_key(&commit) {
                 tracing::info!(
                     "testing {} ({} candidates left, ~{} steps)",
                     short(&commit),
                     bisection.remaining(),
                     bisection.steps_left()
                 );
-                let (verdict, reason) = ctx.classify_commit(&mut state, &judge, &commit).await?;
-                tracing::info!("{} is {}: {reason}", short(&commit), verdict.as_str());
-                journal.append(&Event::Verdict {
-                    commit: commit.clone(),
-                    verdict,
-                    reason: reason.clone(),
-                })?;
-                state.verdicts.push((commit.clone(), verdict, reason));
-                state.boots_since_verdict = 0;
-                bisection
-                    .mark(&commit, verdict)
-                    .expect("the engine's own candidate can be marked");
             }
+            let call = match ctx.ensure_built(&mut state, &commit).await? {
+                BuildOutcome::Failed { error_lines, .. } => Some((
+                    Verdict::Skip,
+                    format!(
+                        "build failed: {}",
+                        error_lines
+                            .first()
+                            .map(String::as_str)
+                            .unwrap_or("see the log")
+                    ),
+                )),
+                BuildOutcome::Built { .. } => ctx.decide(&state, &judge, &commit),
+            };
+            let Some((verdict, reason)) = call else {
+                to_boot.push(commit);
+                continue;
+            };
+            // Another verdict of this round may have ruled it out: its boots stay as
+            // evidence for the posterior, without a verdict.
+            if !bisection.is_candidate(&commit) {
+                continue;
+            }
+            tracing::info!("{} is {}: {reason}", short(&commit), verdict.as_str());
+            bisection
+                .mark_result(&commit, verdict)
+                .expect("a candidate's verdict leaves a candidate");
+            journal.append(&Event::Verdict {
+                commit: commit.clone(),
+                verdict,
+                reason: reason.clone(),
+            })?;
+            state.verdicts.push((commit, verdict, reason));
+            state.boots_since_verdict = 0;
+            decided = true;
+        }
+        if !decided {
+            ctx.measure_boots(&mut state, &to_boot).await?;
         }
     };
     // The posterior phase: git bisect's answer rests on hard verdicts, each wrong with
@@ -531,6 +624,26 @@ fn first_side_first(seed: u64, pair: usize) -> bool {
         .gen::<bool>()
 }
 
+/// The next `k` boots of two sides booted in balanced pairs, each pair in the seeded random
+/// order of [`first_side_first`], given `a` and `b` boots done: true for the first side.
+fn interleave(mut a: usize, mut b: usize, seed: u64, k: usize) -> Vec<bool> {
+    (0..k)
+        .map(|_| {
+            let first = match a.cmp(&b) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Greater => false,
+                std::cmp::Ordering::Equal => first_side_first(seed, a),
+            };
+            if first {
+                a += 1
+            } else {
+                b += 1
+            }
+            first
+        })
+        .collect()
+}
+
 /// A centre on the oriented log scale back in the metric's unit.
 fn unoriented(x: f64, direction: crate::config::Direction) -> f64 {
     match direction {
@@ -540,6 +653,67 @@ fn unoriented(x: f64, direction: crate::config::Direction) -> f64 {
 }
 
 /// A commit's first parent, if it has one.
+/// The medians of `commits` host by host (`vm1: good 3.9 (4 boots), bad 63.1 (4 boots)`),
+/// when more than one host measured them: a pool of unlike machines shows here, and its
+/// host-to-host spread is part of the noise the model was estimated with.
+fn per_host(state: &HuntState, commits: &[(&str, &str)]) -> Option<String> {
+    let mut hosts: Vec<&str> = commits
+        .iter()
+        .flat_map(|(c, _)| state.boots.get(*c).into_iter().flatten())
+        .map(|r| r.host.as_str())
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    if hosts.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = hosts
+        .iter()
+        .map(|h| {
+            let sides: Vec<String> = commits
+                .iter()
+                .map(|(c, label)| {
+                    let v: Vec<f64> = state
+                        .boots
+                        .get(*c)
+                        .into_iter()
+                        .flatten()
+                        .filter(|r| r.host == *h)
+                        .filter_map(|r| match &r.outcome {
+                            BootOutcome::Measured { value, .. } => Some(*value),
+                            BootOutcome::Failed { .. } => None,
+                        })
+                        .collect();
+                    match v.len() {
+                        0 => format!("{label} -"),
+                        k => format!("{label} {:.3} ({k} boots)", median(&v)),
+                    }
+                })
+                .collect();
+            format!("{h}: {}", sides.join(", "))
+        })
+        .collect();
+    Some(parts.join("; "))
+}
+
+/// The commits a parallel round left under test: booted, without a verdict, still candidates,
+/// and not endpoints. Derived from the journal, so a resumed hunt goes on with them. Sorted
+/// by id, so that the same journal gives the same order.
+fn under_test(state: &HuntState, bisection: &Bisection, endpoints: &[&str]) -> Vec<String> {
+    let mut ids: Vec<String> = state
+        .boots
+        .keys()
+        .filter(|c| {
+            !endpoints.contains(&c.as_str())
+                && bisection.is_candidate(c)
+                && !state.verdicts.iter().any(|(v, _, _)| v == *c)
+        })
+        .cloned()
+        .collect();
+    ids.sort();
+    ids
+}
+
 fn first_parent(history: &History, commit: &str) -> Result<Option<String>, HuntError> {
     let oid = git2::Oid::from_str(commit).map_err(|e| HuntError::Infrastructure(e.to_string()))?;
     let c = history
@@ -676,11 +850,24 @@ pub fn begin_or_resume(
 }
 
 /// The builder and the test host of a hunt, checked and ready.
-async fn prepare(cfg: &HuntConfig) -> Result<(Builder, HostPool), HuntError> {
+/// Hosts in `retired` (a resumed hunt's, from the journal) stay out of the pool.
+async fn prepare(
+    cfg: &HuntConfig,
+    retired: &[(String, String)],
+) -> Result<(Builder, HostPool), HuntError> {
     let agent = find_agent()?;
     check_static(&agent).map_err(HuntError::Infrastructure)?;
     let mut hosts = Vec::new();
     for host_cfg in &cfg.hosts {
+        if let Some((_, why)) = retired.iter().find(|(h, _)| *h == host_cfg.name) {
+            tracing::warn!(
+                "host {} stays out of the pool: it left it earlier in this hunt ({why}); once \
+                 it is fixed, `firstbad run --restore-host {}` brings it back",
+                host_cfg.name,
+                host_cfg.name
+            );
+            continue;
+        }
         let host = Host::new(
             host_cfg,
             &agent,
@@ -688,6 +875,17 @@ async fn prepare(cfg: &HuntConfig) -> Result<(Builder, HostPool), HuntError> {
         );
         host.preflight()?;
         hosts.push(host);
+    }
+    if hosts.is_empty() {
+        return Err(HuntError::Infrastructure(format!(
+            "every host of this hunt has left its pool: {}. Fix them, then rerun with \
+             `--restore-host NAME` for each",
+            retired
+                .iter()
+                .map(|(h, why)| format!("{h} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
     }
     let host = HostPool::new(hosts);
     let repo = cfg.repo.clone();
@@ -708,7 +906,7 @@ pub async fn try_revision(
     let commit = history
         .resolve(rev)
         .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
-    let (builder, host) = prepare(cfg).await?;
+    let (builder, host) = prepare(cfg, &[]).await?;
     let dir = tempfile_dir(&cfg.state_dir)?;
     let journal = Journal::open(&dir.join("try.sqlite"))?;
     let mut ctx = Ctx {
@@ -848,11 +1046,58 @@ fn fingerprint(cfg: &HuntConfig, range: Option<&RangeInfo>) -> Result<String, Hu
         .to_string())
 }
 
+/// One boot of a built kernel on `host` and one run of the workload: the boot's outcome (a
+/// failed boot is the candidate's), or the host's own error.
+async fn boot_and_measure(
+    host: &mut Host,
+    image: &Path,
+    release: &str,
+    console: &Path,
+    workload: &crate::config::WorkloadConfig,
+) -> Result<BootOutcome, HostError> {
+    let mut session = match host.boot(image, release, console).await {
+        Ok(session) => session,
+        Err(Err(host_error)) => return Err(host_error),
+        Err(Ok(failure)) => {
+            return Ok(BootOutcome::Failed {
+                reason: failure.reason,
+                console: failure.console,
+            })
+        }
+    };
+    let r = session
+        .run(&workload.workload, Duration::from_secs(workload.timeout_s))
+        .await;
+    let (identity, boot_seconds) = (session.identity().clone(), session.boot_seconds());
+    session.shutdown().await;
+    Ok(match r {
+        Err(failure) => BootOutcome::Failed {
+            reason: failure.reason,
+            console: failure.console,
+        },
+        Ok(result) => match result.metrics.get(&workload.metric) {
+            Some(&value) if value.is_finite() => BootOutcome::Measured {
+                kernel_release: identity.kernel_release,
+                boot_id: identity.boot_id,
+                value,
+                result,
+                console: console.to_owned(),
+                boot_seconds,
+            },
+            _ => BootOutcome::Failed {
+                reason: format!("the workload reported no {} metric", workload.metric),
+                console: console.to_owned(),
+            },
+        },
+    })
+}
+
 struct Ctx<'a> {
     cfg: &'a HuntConfig,
     journal: &'a Journal,
     builder: Builder,
-    /// The hosts; boots go to the first, and a host with a host error leaves the pool.
+    /// The hosts; a batch of boots goes one to a host, and a host with a host error leaves the
+    /// pool.
     host: HostPool,
 }
 
@@ -900,131 +1145,159 @@ impl Ctx<'_> {
         Ok(outcome)
     }
 
+    /// Boots `commit` once on the first host of the pool that the rotation gives.
     async fn measure_boot(&mut self, state: &mut HuntState, commit: &str) -> Result<(), HuntError> {
-        let BuildOutcome::Built {
-            kernel_release,
-            image,
-            ..
-        } = self.ensure_built(state, commit).await?
-        else {
-            unreachable!("only built commits are booted");
-        };
-        let boot = state.boots_done(commit) + 1;
-        let host = self.host.current().name().to_owned();
-        self.journal.append(&Event::BootStarted {
-            commit: commit.to_owned(),
-            boot,
-            host: host.clone(),
-        })?;
-        let console = self
-            .cfg
-            .state_dir
-            .join("consoles")
-            .join(format!("{}-boot{boot}.log", short(commit)));
-        tracing::info!("boot {boot} of {} on {host}", short(commit));
-        let outcome = match self
-            .host
-            .current()
-            .boot(&image, &kernel_release, &console)
-            .await
-        {
-            // With another host left, this one leaves the pool and the boot is a failed one
-            // (never a verdict); the next boot goes to the next host.
-            Err(Err(host_error)) => match self.host.retire(&host_error) {
-                Some(next) => BootOutcome::Failed {
-                    reason: format!(
-                        "host {host} left the pool ({host_error}); next boots on {next}"
-                    ),
-                    console: console.clone(),
-                },
-                None => return Err(host_error.into()),
-            },
-            Err(Ok(failure)) => BootOutcome::Failed {
-                reason: failure.reason,
-                console: failure.console,
-            },
-            Ok(mut session) => {
-                let timeout = Duration::from_secs(self.cfg.workload.timeout_s);
-                let r = session.run(&self.cfg.workload.workload, timeout).await;
-                let (identity, boot_seconds) = (session.identity().clone(), session.boot_seconds());
-                session.shutdown().await;
-                match r {
-                    Err(failure) => BootOutcome::Failed {
-                        reason: failure.reason,
-                        console: failure.console,
-                    },
-                    Ok(result) => match result.metrics.get(&self.cfg.workload.metric) {
-                        Some(&value) if value.is_finite() => BootOutcome::Measured {
-                            kernel_release: identity.kernel_release,
-                            boot_id: identity.boot_id,
-                            value,
-                            result,
-                            console: console.clone(),
-                            boot_seconds,
-                        },
-                        _ => BootOutcome::Failed {
-                            reason: format!(
-                                "the workload reported no {} metric",
-                                self.cfg.workload.metric
-                            ),
-                            console: console.clone(),
-                        },
-                    },
-                }
-            }
-        };
-        match &outcome {
-            BootOutcome::Measured { value, .. } => {
-                tracing::info!(
-                    "{} boot {boot}: {} = {value:.2}",
-                    short(commit),
-                    self.cfg.workload.metric
-                )
-            }
-            BootOutcome::Failed { reason, console } => tracing::warn!(
-                "{} boot {boot} failed: {reason} (console {})",
-                short(commit),
-                console.display()
-            ),
-        }
-        self.journal.append(&Event::BootFinished {
-            commit: commit.to_owned(),
-            boot,
-            host: host.clone(),
-            outcome: outcome.clone(),
-        })?;
-        state
-            .boots
-            .entry(commit.to_owned())
-            .or_default()
-            .push(BootRecord {
-                boot,
-                host: host.clone(),
-                outcome,
-            });
-        state.boots_since_verdict += 1;
-        Ok(())
+        self.measure_boots(state, &[commit.to_owned()]).await
     }
 
-    async fn classify_commit(
+    /// Boots each of `commits` once, at the same time, one to a host (at most as many as the
+    /// pool holds; a commit may appear more than once). Every boot is journalled before it
+    /// starts and again as it finishes, in the order they finish. Which host gets which boot
+    /// rotates with the hunt's boot count, so that each host measures every side of a batch
+    /// over the hunt. A host error takes that host out of the pool (journalled) and makes the
+    /// boot a failed one, never a verdict; on the last host it stops the hunt, after the other
+    /// boots of the batch are journalled.
+    async fn measure_boots(
         &mut self,
         state: &mut HuntState,
-        judge: &Judge,
-        commit: &str,
-    ) -> Result<(Verdict, String), HuntError> {
-        if let BuildOutcome::Failed { error_lines, .. } = self.ensure_built(state, commit).await? {
-            return Ok((
-                Verdict::Skip,
-                format!(
-                    "build failed: {}",
-                    error_lines
-                        .first()
-                        .map(String::as_str)
-                        .unwrap_or("see the log")
-                ),
-            ));
+        commits: &[String],
+    ) -> Result<(), HuntError> {
+        struct Planned {
+            commit: String,
+            boot: u32,
+            host: usize,
+            host_name: String,
+            image: PathBuf,
+            release: String,
+            console: PathBuf,
         }
-        self.judge_commit(state, judge, commit).await
+        let hosts = self.host.len();
+        let rotation = state.total_boots() % hosts;
+        let mut plans = Vec::new();
+        let mut numbers: HashMap<&str, u32> = HashMap::new();
+        for (i, commit) in commits.iter().take(hosts).enumerate() {
+            let BuildOutcome::Built {
+                kernel_release,
+                image,
+                ..
+            } = self.ensure_built(state, commit).await?
+            else {
+                unreachable!("only built commits are booted");
+            };
+            let boot = *numbers
+                .entry(commit)
+                .and_modify(|n| *n += 1)
+                .or_insert_with(|| state.next_boot_number(commit));
+            let host = (i + rotation) % hosts;
+            let host_name = self.host.hosts_mut()[host].name().to_owned();
+            self.journal.append(&Event::BootStarted {
+                commit: commit.clone(),
+                boot,
+                host: host_name.clone(),
+            })?;
+            let console = self
+                .cfg
+                .state_dir
+                .join("consoles")
+                .join(format!("{}-boot{boot}.log", short(commit)));
+            tracing::info!("boot {boot} of {} on {host_name}", short(commit));
+            plans.push(Planned {
+                commit: commit.clone(),
+                boot,
+                host,
+                host_name,
+                image,
+                release: kernel_release,
+                console,
+            });
+        }
+
+        let workload = &self.cfg.workload;
+        let mut free: Vec<Option<&mut Host>> = self.host.hosts_mut().iter_mut().map(Some).collect();
+        let mut running = futures_util::stream::FuturesUnordered::new();
+        for plan in plans {
+            let host = free[plan.host]
+                .take()
+                .expect("one boot to a host in a batch");
+            running.push(async move {
+                let r = boot_and_measure(host, &plan.image, &plan.release, &plan.console, workload)
+                    .await;
+                (plan, r)
+            });
+        }
+        let mut retired: Vec<String> = Vec::new();
+        let mut stop: Option<HostError> = None;
+        while let Some((plan, r)) = futures_util::StreamExt::next(&mut running).await {
+            let outcome = match r {
+                Ok(outcome) => outcome,
+                // With another host left, this one leaves the pool and the boot is a failed
+                // one (never a verdict); the hunt goes on with the others.
+                Err(host_error) if retired.len() + 1 < hosts => {
+                    let reason = host_error.to_string();
+                    tracing::error!(
+                        "host {} leaves the pool: {reason}; the hunt goes on with the other {}",
+                        plan.host_name,
+                        hosts - retired.len() - 1
+                    );
+                    self.journal.append(&Event::HostRetired {
+                        host: plan.host_name.clone(),
+                        reason: reason.clone(),
+                    })?;
+                    state.retired.push((plan.host_name.clone(), reason.clone()));
+                    retired.push(plan.host_name.clone());
+                    BootOutcome::Failed {
+                        reason: format!("host {} left the pool: {reason}", plan.host_name),
+                        console: plan.console.clone(),
+                    }
+                }
+                Err(host_error) => {
+                    // The last host: nothing to journal for this boot (it is redone on a
+                    // rerun), but the batch's other boots still are.
+                    stop.get_or_insert(host_error);
+                    continue;
+                }
+            };
+            match &outcome {
+                BootOutcome::Measured { value, .. } => tracing::info!(
+                    "{} boot {} on {}: {} = {value:.2}",
+                    short(&plan.commit),
+                    plan.boot,
+                    plan.host_name,
+                    workload.metric
+                ),
+                BootOutcome::Failed { reason, console } => tracing::warn!(
+                    "{} boot {} on {} failed: {reason} (console {})",
+                    short(&plan.commit),
+                    plan.boot,
+                    plan.host_name,
+                    console.display()
+                ),
+            }
+            self.journal.append(&Event::BootFinished {
+                commit: plan.commit.clone(),
+                boot: plan.boot,
+                host: plan.host_name.clone(),
+                outcome: outcome.clone(),
+            })?;
+            state
+                .boots
+                .entry(plan.commit.clone())
+                .or_default()
+                .push(BootRecord {
+                    boot: plan.boot,
+                    host: plan.host_name,
+                    outcome,
+                });
+            state.boots_since_verdict += 1;
+        }
+        drop(running);
+        for name in &retired {
+            self.host.retire(name);
+        }
+        match stop {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
 
     /// Boots a built commit until the sequential test calls it, it reaches the boot cap
@@ -1035,43 +1308,50 @@ impl Ctx<'_> {
         judge: &Judge,
         commit: &str,
     ) -> Result<(Verdict, String), HuntError> {
-        let c = &self.cfg.classify;
-        let seq = SequentialConfig::from(c);
         loop {
-            let values = state.values(commit);
-            let (call, llr) = judge.classify(&values, &seq);
-            let k = values.len();
-            let figures = format!(
-                "{k} boot(s), median {:.3}, log-likelihood ratio {llr:+.2} (bad at {:+.2}, good at {:+.2})",
-                median(&values),
-                seq.upper(),
-                seq.lower()
-            );
-            match call {
-                Call::Bad if k >= c.min_boots as usize => {
-                    return Ok((Verdict::Bad, format!("like bad: {figures}")))
-                }
-                Call::Good if k >= c.min_boots as usize => {
-                    return Ok((Verdict::Good, format!("like good: {figures}")))
-                }
-                Call::Undecided => {
-                    return Ok((Verdict::Skip, format!("undecided after {figures}")))
-                }
-                _ => {}
-            }
-            let failures = state.failures(commit);
-            if failures.len() >= c.max_failed_boots as usize {
-                return Ok((
-                    Verdict::Skip,
-                    format!(
-                        "{} boots failed: {}",
-                        failures.len(),
-                        failures.last().map(String::as_str).unwrap_or("")
-                    ),
-                ));
+            if let Some(decided) = self.decide(state, judge, commit) {
+                return Ok(decided);
             }
             self.measure_boot(state, commit).await?;
         }
+    }
+
+    /// The verdict the boots of a built commit give so far, or `None` while the sequential
+    /// test wants another boot.
+    fn decide(&self, state: &HuntState, judge: &Judge, commit: &str) -> Option<(Verdict, String)> {
+        let c = &self.cfg.classify;
+        let seq = SequentialConfig::from(c);
+        let values = state.values(commit);
+        let (call, llr) = judge.classify(&values, &seq);
+        let k = values.len();
+        let figures = format!(
+            "{k} boot(s), median {:.3}, log-likelihood ratio {llr:+.2} (bad at {:+.2}, good at {:+.2})",
+            median(&values),
+            seq.upper(),
+            seq.lower()
+        );
+        match call {
+            Call::Bad if k >= c.min_boots as usize => {
+                return Some((Verdict::Bad, format!("like bad: {figures}")))
+            }
+            Call::Good if k >= c.min_boots as usize => {
+                return Some((Verdict::Good, format!("like good: {figures}")))
+            }
+            Call::Undecided => return Some((Verdict::Skip, format!("undecided after {figures}"))),
+            _ => {}
+        }
+        let failures = state.failures(commit);
+        if failures.len() >= c.max_failed_boots as usize {
+            return Some((
+                Verdict::Skip,
+                format!(
+                    "{} boots failed: {}",
+                    failures.len(),
+                    failures.last().map(String::as_str).unwrap_or("")
+                ),
+            ));
+        }
+        None
     }
 
     /// Stops the hunt when an endpoint keeps failing: a hunt cannot go on without it.
@@ -1126,27 +1406,33 @@ impl Ctx<'_> {
                             .len()
                             .min(b.len())
                             .min(*BASELINE_LOOKS.last().expect("set"));
+                        let summary = match per_host(state, &[(good, "good"), (bad, "bad")]) {
+                            Some(hosts) => format!("{summary}; per host: {hosts}"),
+                            None => summary,
+                        };
                         break (Judge::Model(model), Some(n), summary);
                     }
                     BaselineOutcome::Refuted(message) => return Ok(Err(message)),
                     BaselineOutcome::NeedMore => {}
                 }
+                self.endpoint_ok(state, good, "good")?;
+                self.endpoint_ok(state, bad, "bad")?;
                 // Interleaved in balanced pairs, each pair in a random order: a host that
-                // drifts while the baselines are taken hits both endpoints alike.
-                let (next, which) = match g.len().cmp(&b.len()) {
-                    std::cmp::Ordering::Less => (good, "good"),
-                    std::cmp::Ordering::Greater => (bad, "bad"),
-                    std::cmp::Ordering::Equal if first_side_first(seed, g.len()) => (good, "good"),
-                    std::cmp::Ordering::Equal => (bad, "bad"),
-                };
-                self.endpoint_ok(state, next, which)?;
-                self.measure_boot(state, next).await?;
+                // drifts while the baselines are taken hits both endpoints alike. With several
+                // hosts, a batch boots the next few of that order at once.
+                let batch: Vec<String> = interleave(g.len(), b.len(), seed, self.host.len())
+                    .into_iter()
+                    .map(|first| if first { good } else { bad }.to_owned())
+                    .collect();
+                self.measure_boots(state, &batch).await?;
             },
             ClassifyMode::Relative(r) => {
                 let n = BASELINE_LOOKS[0];
                 while state.values(good).len() < n {
                     self.endpoint_ok(state, good, "good")?;
-                    self.measure_boot(state, good).await?;
+                    let missing = n - state.values(good).len();
+                    let batch = vec![good.to_owned(); missing.min(self.host.len())];
+                    self.measure_boots(state, &batch).await?;
                 }
                 let model = Model::relative(&state.values(good)[..n], r, dir);
                 let judge = Judge::Model(model);
@@ -1228,7 +1514,9 @@ impl Ctx<'_> {
             return Ok(());
         }
         self.endpoint_ok(state, good, "good")?;
-        self.measure_boot(state, good).await?;
+        // Every host of the pool re-measures good at once: each can drift on its own.
+        let batch = vec![good.to_owned(); self.host.len()];
+        self.measure_boots(state, &batch).await?;
         let n = state.baseline_boots.unwrap_or(0);
         let values = state.values(good);
         let remeasured = &values[n.min(values.len())..];
@@ -1260,10 +1548,17 @@ impl Ctx<'_> {
         })?;
         state.drift_checks.push((v, d.drifted, summary.clone()));
         if d.drifted {
+            let recent = state.boots.get(good).map_or(&[][..], |b| {
+                &b[b.len().saturating_sub(sequential::DRIFT_WINDOW)..]
+            });
+            let mut hosts: Vec<&str> = recent.iter().map(|r| r.host.as_str()).collect();
+            hosts.sort_unstable();
+            hosts.dedup();
             return Err(HuntError::Infrastructure(format!(
-                "host {} drifted: {summary}. The verdicts given since the previous check are \
-                 suspect; check the host, then rerun to resume (the check is repeated first)",
-                self.host.current().name()
+                "the test host drifted ({}): {summary}. The verdicts given since the previous \
+                 check are suspect; check the host, then rerun to resume (the check is repeated \
+                 first)",
+                hosts.join(", ")
             )));
         }
         tracing::info!("no drift: {summary}");
@@ -1420,13 +1715,12 @@ impl Ctx<'_> {
                         );
                         break (cv, pv);
                     }
-                    let next = match cv.len().cmp(&pv.len()) {
-                        std::cmp::Ordering::Less => commit,
-                        std::cmp::Ordering::Greater => p,
-                        std::cmp::Ordering::Equal if first_side_first(seed ^ 1, cv.len()) => p,
-                        std::cmp::Ordering::Equal => commit,
-                    };
-                    self.measure_boot(state, next).await?;
+                    let batch: Vec<String> =
+                        interleave(pv.len(), cv.len(), seed ^ 1, self.host.len())
+                            .into_iter()
+                            .map(|first| if first { p } else { commit }.to_owned())
+                            .collect();
+                    self.measure_boots(state, &batch).await?;
                 };
                 let dir = self.cfg.workload.direction;
                 let (co, po): (Vec<f64>, Vec<f64>) = (
@@ -1496,6 +1790,48 @@ impl Ctx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_of_boots_keep_the_sides_in_balanced_seeded_pairs() {
+        for seed in [1u64, 7, 42] {
+            // One at a time is the order a single host always used.
+            let one_by_one: Vec<bool> = {
+                let (mut a, mut b) = (0, 0);
+                (0..16)
+                    .map(|_| {
+                        let first = interleave(a, b, seed, 1)[0];
+                        if first {
+                            a += 1
+                        } else {
+                            b += 1
+                        }
+                        first
+                    })
+                    .collect()
+            };
+            for k in [2usize, 3, 4] {
+                let (mut a, mut b, mut all) = (0, 0, Vec::new());
+                while all.len() < 16 {
+                    let batch = interleave(a, b, seed, k);
+                    a += batch.iter().filter(|&&f| f).count();
+                    b += batch.iter().filter(|&&f| !f).count();
+                    all.extend(batch);
+                }
+                all.truncate(16);
+                assert_eq!(all, one_by_one, "k = {k}, seed {seed}");
+            }
+            let firsts = one_by_one.iter().filter(|&&f| f).count();
+            assert_eq!(firsts, 8, "balanced pairs");
+            for pair in one_by_one.chunks(2) {
+                assert_ne!(pair[0], pair[1], "each pair boots both sides");
+            }
+        }
+        assert_eq!(
+            interleave(3, 5, 9, 2),
+            [true, true],
+            "the side behind catches up first"
+        );
+    }
 
     #[test]
     fn the_test_binary_is_not_static_and_is_refused() {

@@ -257,6 +257,19 @@ pub enum Event {
         /// How it ended.
         outcome: TestOutcome,
     },
+    /// A host left the hunt's pool after a host error (not the candidate's fault); the
+    /// remaining hosts carry on, and a resumed hunt leaves it out until `--restore-host`.
+    HostRetired {
+        /// The host's name (`[[hosts]] name`).
+        host: String,
+        /// The error, for a person.
+        reason: String,
+    },
+    /// A retired host was put back into the pool by `firstbad run --restore-host`.
+    HostRestored {
+        /// The host's name.
+        host: String,
+    },
     /// The hunt ended.
     Finished {
         /// How.

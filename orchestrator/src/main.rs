@@ -37,6 +37,9 @@ enum Command {
         /// A `git bisect log` whose verdicts are applied first and not tested again.
         #[arg(long, value_name = "FILE")]
         replay: Option<PathBuf>,
+        /// Put a host that left the pool (after a host error) back into it; repeatable.
+        #[arg(long, value_name = "NAME")]
+        restore_host: Vec<String>,
     },
     /// Show where a hunt is (safe while it runs, from another terminal).
     Status {
@@ -158,14 +161,25 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Run { hunt, replay } => {
+        Command::Run {
+            hunt,
+            replay,
+            restore_host,
+        } => {
             let file = match load_file(&hunt) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
             let result = match &file {
                 HuntFile::Kernel(cfg) => {
-                    runtime()?.block_on(hunt::run_with(cfg, replay.as_deref()))
+                    runtime()?.block_on(hunt::run_with(cfg, replay.as_deref(), &restore_host))
+                }
+                HuntFile::Local(_) if !restore_host.is_empty() => {
+                    eprintln!(
+                        "{}: --restore-host is for kernel hunts; a [test] hunt has no hosts",
+                        hunt.display()
+                    );
+                    return Ok(firstbad::error::exit_code::BAD_INPUT);
                 }
                 HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
             };

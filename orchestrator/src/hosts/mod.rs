@@ -228,9 +228,9 @@ impl Host {
     }
 }
 
-/// The hunt's hosts. Boots go to the first; a host that fails with a host error (it needs a
-/// person, its agent is not ours) leaves the pool with a clear message, and the hunt goes on
-/// with the others. Parallel use of several hosts at once is not wired into the hunt yet.
+/// The hunt's hosts, used at once: a batch of boots goes one to a host (the hunt decides
+/// which). A host that fails with a host error (it needs a person, its agent is not ours)
+/// leaves the pool; the hunt journals that, says so, and goes on with the others.
 pub struct HostPool {
     hosts: Vec<Host>,
 }
@@ -242,9 +242,24 @@ impl HostPool {
         HostPool { hosts }
     }
 
-    /// The host the next boot goes to.
-    pub fn current(&mut self) -> &mut Host {
+    /// How many hosts are in the pool: how many boots can run at once.
+    pub fn len(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Never true: a pool keeps its last host.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// The first host (for a single check boot such as `firstbad try`).
+    pub fn first(&mut self) -> &mut Host {
         &mut self.hosts[0]
+    }
+
+    /// The hosts, in config order.
+    pub fn hosts_mut(&mut self) -> &mut [Host] {
+        &mut self.hosts
     }
 
     /// The names of the hosts still in the pool.
@@ -252,21 +267,16 @@ impl HostPool {
         self.hosts.iter().map(Host::name).collect()
     }
 
-    /// Takes the current host out after `error` if another remains, and returns the next
-    /// host's name; `None` when it was the last (the error must then stop the hunt).
-    pub fn retire(&mut self, error: &HostError) -> Option<String> {
-        if self.hosts.len() < 2 {
-            return None;
+    /// Takes the named host out of the pool and returns true, unless it is the last one (then
+    /// it stays, and its error must stop the hunt) or not in the pool.
+    pub fn retire(&mut self, name: &str) -> bool {
+        match self.hosts.iter().position(|h| h.name() == name) {
+            Some(i) if self.hosts.len() > 1 => {
+                self.hosts.remove(i);
+                true
+            }
+            _ => false,
         }
-        let gone = self.hosts.remove(0);
-        let next = self.hosts[0].name().to_owned();
-        tracing::error!(
-            "host {} leaves the pool: {error}; the hunt continues on {} ({} left)",
-            gone.name(),
-            next,
-            self.hosts.len()
-        );
-        Some(next)
     }
 }
 
@@ -341,20 +351,21 @@ mod tests {
                 Path::new("/tmp"),
             )
         };
-        let mut pool = HostPool::new(vec![host("lab1"), host("lab2")]);
-        let e = HostError::NeedsPerson {
-            host: "lab1".into(),
-            why: "down".into(),
-        };
-        assert_eq!(pool.retire(&e).as_deref(), Some("lab2"));
-        assert_eq!(pool.names(), ["lab2"]);
-        assert_eq!(pool.current().name(), "lab2");
-        assert_eq!(
-            pool.retire(&e),
-            None,
+        let mut pool = HostPool::new(vec![host("lab1"), host("lab2"), host("lab3")]);
+        assert_eq!(pool.len(), 3);
+        assert!(pool.retire("lab2"));
+        assert_eq!(pool.names(), ["lab1", "lab3"]);
+        assert!(
+            !pool.retire("lab2"),
+            "a host not in the pool is not retired twice"
+        );
+        assert!(pool.retire("lab1"));
+        assert!(
+            !pool.retire("lab3"),
             "the last host stays, and its error stops the hunt"
         );
-        assert_eq!(pool.names(), ["lab2"]);
+        assert_eq!(pool.names(), ["lab3"]);
+        assert_eq!(pool.first().name(), "lab3");
     }
 
     #[test]

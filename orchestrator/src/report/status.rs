@@ -158,14 +158,21 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
         _ => {}
     }
     for h in &cfg.hosts {
-        let busy = match (&state.in_flight, &last_start) {
-            (Some(_), Some((c, Some((boot, host)), at))) if host == &h.name => {
-                format!(
-                    "running boot {boot} of {} for {}",
-                    short(c),
-                    duration((now_ms - at) as f64 / 1000.0)
-                )
+        // The host's last boot begun, if nothing finished it (several hosts boot at once).
+        let running = entries.iter().rev().find_map(|e| match &e.event {
+            Event::BootStarted { commit, boot, host } if host == &h.name => {
+                Some(Some((commit, *boot, e.at_ms)))
             }
+            Event::BootFinished { host, .. } if host == &h.name => Some(None),
+            _ => None,
+        });
+        let busy = match (state.retired.iter().find(|(n, _)| n == &h.name), running) {
+            (Some((_, why)), _) => format!("left the pool: {why}"),
+            (None, Some(Some((c, boot, at)))) if state.end.is_none() => format!(
+                "running boot {boot} of {} for {}",
+                short(c),
+                duration((now_ms - at) as f64 / 1000.0)
+            ),
             _ => "idle".to_owned(),
         };
         let _ = writeln!(o, "host {}: {busy}", h.name);
