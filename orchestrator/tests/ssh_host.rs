@@ -247,27 +247,66 @@ fn a_silent_peer_ends_at_the_connect_deadline() {
     drop(held);
 }
 
-/// A command that outlives its deadline is cut; the call returns at the deadline.
+/// Whether a process whose command line contains `pattern` runs on this machine.
+fn running(pattern: &str) -> bool {
+    Command::new("pgrep")
+        .args(["-f", pattern])
+        .stdout(Stdio::null())
+        .status()
+        .expect("pgrep runs (apt install procps)")
+        .success()
+}
+
+/// A command that outlives its deadline is cut: the call returns at the deadline, and the
+/// command dies on the machine too (the sshd is local, so its processes are visible here).
 #[test]
 fn a_command_past_its_deadline_is_cut() {
     let sshd = Sshd::start();
     let rt = rt();
+    // An argument no other process has: `sleep 61.5` plus this test's pid.
+    let unique = format!("61.5{}", std::process::id());
+    let pattern = format!("sleep {unique}");
+    assert!(!running(&pattern), "a `{pattern}` already runs");
     rt.block_on(async {
         let c = Conn::connect(&sshd.target(sshd.port), Duration::from_secs(10))
             .await
             .unwrap();
         let counter = c.in_flight_counter();
         let started = Instant::now();
-        let e = c
-            .exec("sleep 60", Duration::from_secs(2))
-            .await
-            .expect_err("sleep 60 cannot finish in 2 s");
+        let call = c.exec(&pattern, Duration::from_secs(2));
+        tokio::pin!(call);
+        // The command really runs on the machine before the deadline.
+        let mut seen = false;
+        let r = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    seen = seen || running(&pattern);
+                }
+            }
+        };
+        let e = r.expect_err("sleep 61.5 cannot finish in 2 s");
         let took = started.elapsed();
+        assert!(seen, "`{pattern}` never ran on the machine");
         assert!(matches!(e, SshError::Deadline { .. }), "{e}");
         assert!(took < Duration::from_secs(4), "took {took:?}");
         let back = threads_come_back(&counter, Duration::from_secs(5));
-        eprintln!("sleep 60 cut at {took:?}; libssh2 thread back {back:?} later");
         assert!(c.is_dead());
+        // And on the machine: gone within a few seconds of the deadline (the remote bound
+        // is the deadline rounded up to a second), not 61 s later.
+        let cut = Instant::now();
+        while running(&pattern) {
+            assert!(
+                cut.elapsed() < Duration::from_secs(5),
+                "`{pattern}` still runs on the machine {:?} after firstbad's deadline",
+                cut.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!(
+            "{pattern} cut at {took:?}; libssh2 thread back {back:?} later; the remote process gone {:?} after the call returned",
+            cut.elapsed()
+        );
     });
 }
 
