@@ -539,7 +539,12 @@ fn demo_kernel(rev: &str) -> (PathBuf, String) {
         for e in entries.flatten() {
             let d = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&format!("{commit}-")) && d.join("bzImage").is_file() {
+            // A kernel of the current config: it has modules, so its modules.tar is there
+            // (kernels built before the config had modules lack it).
+            if name.starts_with(&format!("{commit}-"))
+                && d.join("bzImage").is_file()
+                && d.join(firstbad::build::MODULES_TAR).is_file()
+            {
                 if let Ok(r) = std::fs::read_to_string(d.join("kernelrelease")) {
                     return (d.join("bzImage"), r.trim().to_owned());
                 }
