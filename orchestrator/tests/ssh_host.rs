@@ -273,7 +273,9 @@ fn a_command_past_its_deadline_is_cut() {
             .unwrap();
         let counter = c.in_flight_counter();
         let started = Instant::now();
-        let call = c.exec(&pattern, Duration::from_secs(2));
+        // A compound command: the shell forks the sleep, which must die with it.
+        let compound = format!("{pattern}; echo not reached");
+        let call = c.exec(&compound, Duration::from_secs(2));
         tokio::pin!(call);
         // The command really runs on the machine before the deadline.
         let mut seen = false;

@@ -541,9 +541,11 @@ fn handshake(
 
 /// `command` wrapped so that the machine kills it when `deadline` has passed: closing the
 /// connection does not stop a remote command (sshd only closes its pipes, and a `sleep` or a
-/// hung `kexec -l` never reads them). `timeout -s KILL` is in coreutils and in busybox; GNU
-/// timeout kills the command's whole process group, busybox's the command itself. On a
-/// machine without `timeout` the command runs as it is, bounded only by firstbad's side.
+/// hung `kexec -l` never reads them). `timeout -s KILL` is in coreutils and in busybox. GNU
+/// timeout kills the command's whole process group; busybox's kills only the `sh -c` (which
+/// execs a simple command, so that dies; a compound command's running child can outlive
+/// it there). On a machine without `timeout` the command runs as it is, bounded only by
+/// firstbad's side.
 ///
 /// The remote bound is the deadline rounded up to whole seconds (busybox's timeout takes
 /// no fractions): it fires at most a second after firstbad has given up, never before.
