@@ -849,8 +849,35 @@ fn small_fsync_workload(fsyncs: u32) -> firstbad_wire::Workload {
     .expect("a valid fsync-latency workload")
 }
 
+/// The paths in a modules.tar, in order.
+fn tar_paths(tar: &Path) -> Vec<String> {
+    let f = std::fs::File::open(tar).unwrap_or_else(|e| panic!("{}: {e}", tar.display()));
+    tar::Archive::new(f)
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Runs `cmd` on the lab VM over a fresh connection; its output, or a panic with the serial.
+fn on_vm(rt: &tokio::runtime::Runtime, vm: &LabVm, cmd: &str) -> String {
+    rt.block_on(async {
+        let c = Conn::connect(&vm.config().target, Duration::from_secs(10))
+            .await
+            .unwrap();
+        c.check(cmd, Duration::from_secs(30)).await
+    })
+    .unwrap_or_else(|e| panic!("{e}\nserial:\n{}", vm.serial()))
+}
+
 /// The whole path, for real: upload, kexec into the candidate, reconnect, verify `uname -r`
-/// and the boot id, start the agent with a fresh token, measure.
+/// and the boot id, start the agent with a fresh token, measure. The candidate's modules
+/// (modules.tar from the builder) are in place under /lib/modules/<release> and load.
+///
+/// Then, on the same VM, the `commands` install kind: the user's `kexec -l {image}` with a
+/// remote_dir holding a space and a quote (the placeholder stays one argument), and the
+/// reboot command; the candidate boots and verifies, and a stale file in that release's
+/// module directory is gone.
 #[test]
 fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
     let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
@@ -885,6 +912,86 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
     assert!(
         log.contains("Linux version") && log.contains(&cand_release),
         "the console log holds the candidate's boot: {log}"
+    );
+    assert_eq!(vm.power_cycles(), 0);
+
+    // The builder's modules.tar: lib/modules/<release>/..., with modules.dep and the module,
+    // without the build/source links, and no entry for lib/ itself.
+    let tar = cand.with_file_name(firstbad::build::MODULES_TAR);
+    let paths = tar_paths(&tar);
+    let top = format!("lib/modules/{cand_release}");
+    assert!(paths.iter().all(|p| p.starts_with(&top)), "{paths:?}");
+    for want in ["modules.dep", "kernel/lib/crc7.ko"] {
+        assert!(
+            paths.contains(&format!("{top}/{want}")),
+            "{want}: {paths:?}"
+        );
+    }
+    assert!(!paths
+        .iter()
+        .any(|p| p.ends_with("/build") || p.ends_with("/source")));
+    eprintln!(
+        "modules.tar: {} bytes, {} entries",
+        std::fs::metadata(&tar).unwrap().len(),
+        paths.len()
+    );
+    // On the machine: unpacked for the running kernel, and the module loads.
+    let loaded = on_vm(
+        &rt,
+        &vm,
+        "uname -r; test -f /lib/modules/$(uname -r)/modules.dep && modprobe crc7 && test -d /sys/module/crc7 && echo crc7-loaded",
+    );
+    assert_eq!(
+        loaded.split_whitespace().collect::<Vec<_>>(),
+        [cand_release.as_str(), "crc7-loaded"]
+    );
+    // A stale file of an earlier build of this release: the next install removes it.
+    on_vm(
+        &rt,
+        &vm,
+        &format!("touch /lib/modules/{cand_release}/stale-from-an-earlier-build.ko"),
+    );
+
+    // The `commands` install kind, with a remote_dir that a split argument would break.
+    let mut cfg = vm.config();
+    cfg.remote_dir = "/var/tmp/first bad's dir".into();
+    cfg.install = Install::Commands {
+        commands: vec![
+            "test -f {image}".into(),
+            "kexec -l {image} --reuse-cmdline".into(),
+        ],
+        reboot: "kexec -e".into(),
+    };
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let started = Instant::now();
+    let s = boot_ok(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &vm.path("boot2.log"),
+    );
+    eprintln!(
+        "install = commands: boot to a healthy agent in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(s.identity.kernel_release, cand_release);
+    rt.block_on(s.shutdown());
+    let after = on_vm(
+        &rt,
+        &vm,
+        &format!(
+            "test -f \"/var/tmp/first bad's dir/vmlinuz-{cand_release}\" && echo image-there; \
+             test -f /lib/modules/{cand_release}/modules.dep && echo modules-there; \
+             test -e /lib/modules/{cand_release}/stale-from-an-earlier-build.ko && echo stale-there; \
+             test -d /sys/module/crc7 && echo crc7-still-loaded; true"
+        ),
+    );
+    assert_eq!(
+        after.split_whitespace().collect::<Vec<_>>(),
+        ["image-there", "modules-there"],
+        "a new boot, with this build's modules only"
     );
     assert_eq!(vm.power_cycles(), 0);
 }
