@@ -5,6 +5,10 @@
 //! ccache when installed. The booted kernel is verified later through `CONFIG_LOCALVERSION`,
 //! which carries the commit's short id. Finished kernels are cached by commit and key.
 //! A failed build is not an error of the hunt: it is a skip, with the root-cause lines kept.
+//!
+//! When the config has `CONFIG_MODULES=y`, the builder also makes the modules and packs
+//! `lib/modules/<release>` into `modules.tar` next to `bzImage`: the ssh host kind unpacks it
+//! with `tar -C / -xf` on the machine (issue 6).
 
 use crate::config::{BuildConfig, Ccache};
 use crate::journal::BuildOutcome;
@@ -47,8 +51,11 @@ pub fn local_version(commit: &str) -> String {
 }
 
 /// Changes whenever the way a kernel is built changes, so that kernels cached by an older
-/// recipe are not reused.
-const RECIPE: &str = "r2";
+/// recipe are not reused. r3: `modules.tar` next to `bzImage` when the config has modules.
+const RECIPE: &str = "r3";
+
+/// The modules tarball's file name, next to `bzImage` in a cached kernel's directory.
+pub const MODULES_TAR: &str = "modules.tar";
 
 /// Builds kernels for one repository and one build configuration.
 pub struct Builder {
@@ -56,6 +63,8 @@ pub struct Builder {
     cfg: BuildConfig,
     key: String,
     work: PathBuf,
+    /// The base config enables modules: a cached kernel is complete only with its modules.tar.
+    modules: bool,
     _lock: std::fs::File,
 }
 
@@ -98,6 +107,7 @@ impl Builder {
             cfg: cfg.clone(),
             key,
             work,
+            modules: config_has_modules(&String::from_utf8_lossy(&base_config)),
             _lock: lock,
         })
     }
@@ -119,7 +129,8 @@ impl Builder {
         let dir = self.artifact_dir(commit);
         let release = std::fs::read_to_string(dir.join("kernelrelease")).ok()?;
         let image = dir.join("bzImage");
-        image.is_file().then(|| BuildOutcome::Built {
+        let complete = image.is_file() && (!self.modules || dir.join(MODULES_TAR).is_file());
+        complete.then(|| BuildOutcome::Built {
             kernel_release: release.trim().to_owned(),
             image,
             log: dir.join("build.log"),
@@ -154,32 +165,31 @@ impl Builder {
         let deadline = started + Duration::from_secs(self.cfg.timeout_s);
         let jobs = format!("-j{}", self.cfg.jobs);
         for target in [&["olddefconfig"][..], &[jobs.as_str(), "bzImage"][..]] {
-            match self.make(&src, &build_dir, target, &mut log, deadline)? {
-                MakeResult::Ok => {}
-                MakeResult::Failed(code) => {
-                    drop(log);
-                    // Paths relative to the tree read like the kernel's own build output.
-                    let prefix = format!("{}/", src.display());
-                    let mut error_lines: Vec<String> = error_lines(&log_path)
-                        .into_iter()
-                        .map(|l| l.replace(&prefix, ""))
-                        .collect();
-                    if error_lines.is_empty() {
-                        error_lines.push(format!("make {} exited {code}", target.join(" ")));
-                    }
-                    return Ok(BuildOutcome::Failed {
-                        log: log_path,
-                        error_lines,
-                    });
-                }
-                MakeResult::TimedOut => {
-                    return Ok(BuildOutcome::Failed {
-                        log: log_path,
-                        error_lines: vec![format!(
-                            "build timed out after {} s (build.timeout_s)",
-                            self.cfg.timeout_s
-                        )],
-                    })
+            let r = self.make(&src, &build_dir, target, &mut log, deadline)?;
+            if let Some(failed) = self.failed(r, target, &src, &log_path) {
+                return Ok(failed);
+            }
+        }
+        // Modules, with the same O=, LOCALVERSION=, compiler and environment as the image;
+        // installed (stripped) into a staging directory that is packed below.
+        let config_path = build_dir.join(".config");
+        let built_config = std::fs::read_to_string(&config_path)
+            .map_err(io(format!("reading {}", config_path.display())))?;
+        let staging = self.work.join("modules-install");
+        let modules = config_has_modules(&built_config);
+        if modules {
+            if staging.exists() {
+                std::fs::remove_dir_all(&staging)
+                    .map_err(io(format!("removing {}", staging.display())))?;
+            }
+            let mod_path = format!("INSTALL_MOD_PATH={}", staging.display());
+            for target in [
+                &[jobs.as_str(), "modules"][..],
+                &[mod_path.as_str(), "INSTALL_MOD_STRIP=1", "modules_install"][..],
+            ] {
+                let r = self.make(&src, &build_dir, target, &mut log, deadline)?;
+                if let Some(failed) = self.failed(r, target, &src, &log_path) {
+                    return Ok(failed);
                 }
             }
         }
@@ -206,6 +216,22 @@ impl Builder {
         let tmp = out.join("bzImage.tmp");
         std::fs::copy(&image_src, &tmp).map_err(io(format!("copying {}", image_src.display())))?;
         std::fs::rename(&tmp, &image).map_err(io("storing bzImage"))?;
+        if modules {
+            let tree = staging.join("lib/modules").join(&kernel_release);
+            if !tree.is_dir() {
+                return Ok(BuildOutcome::Failed {
+                    log: log_path,
+                    error_lines: vec![format!(
+                        "make modules_install made no lib/modules/{kernel_release} (is the release {kernel_release:?} right?)"
+                    )],
+                });
+            }
+            let tar = out.join(MODULES_TAR);
+            let size = pack_modules(&tree, &kernel_release, &tar)?;
+            writeln!(log, "# {MODULES_TAR}: {size} bytes").ok();
+            std::fs::remove_dir_all(&staging)
+                .map_err(io(format!("removing {}", staging.display())))?;
+        }
         // Written last: its presence marks a complete cached kernel.
         std::fs::write(out.join("kernelrelease"), format!("{kernel_release}\n"))
             .map_err(io("storing kernelrelease"))?;
@@ -217,6 +243,42 @@ impl Builder {
             log: log_path,
             seconds,
         })
+    }
+
+    /// The failed build for a make step that did not succeed, with its root-cause lines;
+    /// `None` when the step succeeded.
+    fn failed(
+        &self,
+        r: MakeResult,
+        target: &[&str],
+        src: &Path,
+        log_path: &Path,
+    ) -> Option<BuildOutcome> {
+        match r {
+            MakeResult::Ok => None,
+            MakeResult::Failed(code) => {
+                // Paths relative to the tree read like the kernel's own build output.
+                let prefix = format!("{}/", src.display());
+                let mut error_lines: Vec<String> = error_lines(log_path)
+                    .into_iter()
+                    .map(|l| l.replace(&prefix, ""))
+                    .collect();
+                if error_lines.is_empty() {
+                    error_lines.push(format!("make {} exited {code}", target.join(" ")));
+                }
+                Some(BuildOutcome::Failed {
+                    log: log_path.to_owned(),
+                    error_lines,
+                })
+            }
+            MakeResult::TimedOut => Some(BuildOutcome::Failed {
+                log: log_path.to_owned(),
+                error_lines: vec![format!(
+                    "build timed out after {} s (build.timeout_s)",
+                    self.cfg.timeout_s
+                )],
+            }),
+        }
     }
 
     /// Checks `commit` out into this key's worktree (a linked worktree of the user's
@@ -318,6 +380,71 @@ pub fn checkout_detached(
     wt.checkout_tree(target.as_object(), Some(&mut co))?;
     wt.set_head_detached(oid)?;
     Ok(())
+}
+
+/// Whether a kernel config enables loadable modules.
+pub fn config_has_modules(config: &str) -> bool {
+    config.lines().any(|l| l.trim() == "CONFIG_MODULES=y")
+}
+
+/// Packs the installed modules `tree` (`<staging>/lib/modules/<release>`) into `tar` as
+/// `lib/modules/<release>/...`, so that `tar -C / -xf` puts them in place; returns its size.
+///
+/// The `build` and `source` symlinks that modules_install makes point into the build host's
+/// tree and are left out. There is no entry for `lib/` or `lib/modules/` themselves: on a
+/// merged-/usr machine `/lib` is a symlink, which GNU tar would replace by a directory when
+/// extracting a `lib/` entry. Entries are in name order with fixed owner, mode and mtime
+/// (`tar::HeaderMode::Deterministic`), so the same modules give the same bytes. Written to
+/// `<tar>.tmp` and renamed: a crash never leaves a partial tarball under the final name.
+pub fn pack_modules(tree: &Path, release: &str, tar: &Path) -> Result<u64, BuildError> {
+    for link in ["build", "source"] {
+        let p = tree.join(link);
+        if p.symlink_metadata().is_ok() {
+            std::fs::remove_file(&p).map_err(io(format!("removing {}", p.display())))?;
+        }
+    }
+    let tmp = tar.with_extension("tar.tmp");
+    let file = std::fs::File::create(&tmp).map_err(io(format!("creating {}", tmp.display())))?;
+    let mut b = tar::Builder::new(std::io::BufWriter::new(file));
+    b.mode(tar::HeaderMode::Deterministic);
+    b.follow_symlinks(false);
+    let what = || format!("writing {}", tmp.display());
+    let top = PathBuf::from("lib/modules").join(release);
+    let mut stack = vec![(tree.to_owned(), top)];
+    while let Some((dir, name)) = stack.pop() {
+        b.append_path_with_name(&dir, &name).map_err(io(what()))?;
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .map_err(io(format!("reading {}", dir.display())))?
+            .collect::<Result<_, _>>()
+            .map_err(io(format!("reading {}", dir.display())))?;
+        entries.sort_by_key(|e| e.file_name());
+        let mut subdirs = Vec::new();
+        for e in entries {
+            let ty = e
+                .file_type()
+                .map_err(io(format!("reading {}", dir.display())))?;
+            let child = name.join(e.file_name());
+            if ty.is_dir() {
+                subdirs.push((e.path(), child));
+            } else {
+                b.append_path_with_name(e.path(), &child)
+                    .map_err(io(what()))?;
+            }
+        }
+        // Popped in name order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    let w = b.into_inner().map_err(io(what()))?;
+    let file = w.into_inner().map_err(|e| BuildError::Io {
+        what: what(),
+        source: e.into_error(),
+    })?;
+    file.sync_all().map_err(io(what()))?;
+    std::fs::rename(&tmp, tar).map_err(io(format!("storing {}", tar.display())))?;
+    let size = std::fs::metadata(tar)
+        .map_err(io(format!("reading {}", tar.display())))?
+        .len();
+    Ok(size)
 }
 
 enum MakeResult {
@@ -440,6 +567,71 @@ mod tests {
         let l = error_lines(&p);
         assert_eq!(l.len(), 2, "{l:?}");
         assert!(l[0].contains("'foo' undeclared"));
+    }
+
+    /// The paths of a tar file, in order.
+    fn tar_paths(tar: &Path) -> Vec<String> {
+        tar::Archive::new(std::fs::File::open(tar).unwrap())
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn modules_are_packed_under_lib_modules_release_in_name_order_without_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("staging/lib/modules/6.1.192-fbabc");
+        std::fs::create_dir_all(tree.join("kernel/lib")).unwrap();
+        std::fs::write(tree.join("modules.dep"), "kernel/lib/crc7.ko:\n").unwrap();
+        std::fs::write(tree.join("modules.alias"), "").unwrap();
+        std::fs::write(tree.join("kernel/lib/crc7.ko"), b"\x7fELF").unwrap();
+        // What modules_install links to the build host's tree.
+        std::os::unix::fs::symlink("/nonexistent/build", tree.join("build")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/src", tree.join("source")).unwrap();
+        let tar = dir.path().join(MODULES_TAR);
+        let size = pack_modules(&tree, "6.1.192-fbabc", &tar).unwrap();
+        assert_eq!(size, std::fs::metadata(&tar).unwrap().len());
+        assert!(!tar.with_extension("tar.tmp").exists());
+        let top = "lib/modules/6.1.192-fbabc";
+        assert_eq!(
+            tar_paths(&tar),
+            [
+                top.to_owned(),
+                format!("{top}/modules.alias"),
+                format!("{top}/modules.dep"),
+                format!("{top}/kernel"),
+                format!("{top}/kernel/lib"),
+                format!("{top}/kernel/lib/crc7.ko"),
+            ]
+        );
+        // The same modules give the same bytes (fixed mtimes and owners), even after a touch.
+        let first = std::fs::read(&tar).unwrap();
+        std::fs::write(tree.join("modules.dep"), "kernel/lib/crc7.ko:\n").unwrap();
+        pack_modules(&tree, "6.1.192-fbabc", &tar).unwrap();
+        assert_eq!(std::fs::read(&tar).unwrap(), first);
+        // GNU tar puts them in place under another root, as `tar -C / -xf` does on a host.
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(&root)
+            .arg("-xf")
+            .arg(&tar)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert_eq!(
+            std::fs::read(root.join(top).join("kernel/lib/crc7.ko")).unwrap(),
+            b"\x7fELF"
+        );
+    }
+
+    #[test]
+    fn modules_are_on_only_with_config_modules_y() {
+        assert!(config_has_modules("CONFIG_64BIT=y\nCONFIG_MODULES=y\n"));
+        assert!(!config_has_modules("# CONFIG_MODULES is not set\n"));
+        assert!(!config_has_modules("CONFIG_MODULES_TREE_LOOKUP=y\n"));
     }
 
     #[test]

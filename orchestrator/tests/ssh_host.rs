@@ -247,27 +247,68 @@ fn a_silent_peer_ends_at_the_connect_deadline() {
     drop(held);
 }
 
-/// A command that outlives its deadline is cut; the call returns at the deadline.
+/// Whether a process whose command line contains `pattern` runs on this machine.
+fn running(pattern: &str) -> bool {
+    Command::new("pgrep")
+        .args(["-f", pattern])
+        .stdout(Stdio::null())
+        .status()
+        .expect("pgrep runs (apt install procps)")
+        .success()
+}
+
+/// A command that outlives its deadline is cut: the call returns at the deadline, and the
+/// command dies on the machine too (the sshd is local, so its processes are visible here).
 #[test]
 fn a_command_past_its_deadline_is_cut() {
     let sshd = Sshd::start();
     let rt = rt();
+    // An argument no other process has: `sleep 61.5` plus this test's pid.
+    let unique = format!("61.5{}", std::process::id());
+    let pattern = format!("sleep {unique}");
+    assert!(!running(&pattern), "a `{pattern}` already runs");
     rt.block_on(async {
         let c = Conn::connect(&sshd.target(sshd.port), Duration::from_secs(10))
             .await
             .unwrap();
         let counter = c.in_flight_counter();
         let started = Instant::now();
-        let e = c
-            .exec("sleep 60", Duration::from_secs(2))
-            .await
-            .expect_err("sleep 60 cannot finish in 2 s");
+        // A compound command: the shell forks the sleep, which must die with it.
+        let compound = format!("{pattern}; echo not reached");
+        let call = c.exec(&compound, Duration::from_secs(2));
+        tokio::pin!(call);
+        // The command really runs on the machine before the deadline.
+        let mut seen = false;
+        let r = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    seen = seen || running(&pattern);
+                }
+            }
+        };
+        let e = r.expect_err("sleep 61.5 cannot finish in 2 s");
         let took = started.elapsed();
+        assert!(seen, "`{pattern}` never ran on the machine");
         assert!(matches!(e, SshError::Deadline { .. }), "{e}");
         assert!(took < Duration::from_secs(4), "took {took:?}");
         let back = threads_come_back(&counter, Duration::from_secs(5));
-        eprintln!("sleep 60 cut at {took:?}; libssh2 thread back {back:?} later");
         assert!(c.is_dead());
+        // And on the machine: gone within a few seconds of the deadline (the remote bound
+        // is the deadline rounded up to a second), not 61 s later.
+        let cut = Instant::now();
+        while running(&pattern) {
+            assert!(
+                cut.elapsed() < Duration::from_secs(5),
+                "`{pattern}` still runs on the machine {:?} after firstbad's deadline",
+                cut.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!(
+            "{pattern} cut at {took:?}; libssh2 thread back {back:?} later; the remote process gone {:?} after the call returned",
+            cut.elapsed()
+        );
     });
 }
 
@@ -500,7 +541,12 @@ fn demo_kernel(rev: &str) -> (PathBuf, String) {
         for e in entries.flatten() {
             let d = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&format!("{commit}-")) && d.join("bzImage").is_file() {
+            // A kernel of the current config: it has modules, so its modules.tar is there
+            // (kernels built before the config had modules lack it).
+            if name.starts_with(&format!("{commit}-"))
+                && d.join("bzImage").is_file()
+                && d.join(firstbad::build::MODULES_TAR).is_file()
+            {
                 if let Ok(r) = std::fs::read_to_string(d.join("kernelrelease")) {
                     return (d.join("bzImage"), r.trim().to_owned());
                 }
@@ -803,8 +849,35 @@ fn small_fsync_workload(fsyncs: u32) -> firstbad_wire::Workload {
     .expect("a valid fsync-latency workload")
 }
 
+/// The paths in a modules.tar, in order.
+fn tar_paths(tar: &Path) -> Vec<String> {
+    let f = std::fs::File::open(tar).unwrap_or_else(|e| panic!("{}: {e}", tar.display()));
+    tar::Archive::new(f)
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Runs `cmd` on the lab VM over a fresh connection; its output, or a panic with the serial.
+fn on_vm(rt: &tokio::runtime::Runtime, vm: &LabVm, cmd: &str) -> String {
+    rt.block_on(async {
+        let c = Conn::connect(&vm.config().target, Duration::from_secs(10))
+            .await
+            .unwrap();
+        c.check(cmd, Duration::from_secs(30)).await
+    })
+    .unwrap_or_else(|e| panic!("{e}\nserial:\n{}", vm.serial()))
+}
+
 /// The whole path, for real: upload, kexec into the candidate, reconnect, verify `uname -r`
-/// and the boot id, start the agent with a fresh token, measure.
+/// and the boot id, start the agent with a fresh token, measure. The candidate's modules
+/// (modules.tar from the builder) are in place under /lib/modules/<release> and load.
+///
+/// Then, on the same VM, the `commands` install kind: the user's `kexec -l {image}` with a
+/// remote_dir holding a space and a quote (the placeholder stays one argument), and the
+/// reboot command; the candidate boots and verifies, and a stale file in that release's
+/// module directory is gone.
 #[test]
 fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
     let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
@@ -839,6 +912,86 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
     assert!(
         log.contains("Linux version") && log.contains(&cand_release),
         "the console log holds the candidate's boot: {log}"
+    );
+    assert_eq!(vm.power_cycles(), 0);
+
+    // The builder's modules.tar: lib/modules/<release>/..., with modules.dep and the module,
+    // without the build/source links, and no entry for lib/ itself.
+    let tar = cand.with_file_name(firstbad::build::MODULES_TAR);
+    let paths = tar_paths(&tar);
+    let top = format!("lib/modules/{cand_release}");
+    assert!(paths.iter().all(|p| p.starts_with(&top)), "{paths:?}");
+    for want in ["modules.dep", "kernel/lib/crc7.ko"] {
+        assert!(
+            paths.contains(&format!("{top}/{want}")),
+            "{want}: {paths:?}"
+        );
+    }
+    assert!(!paths
+        .iter()
+        .any(|p| p.ends_with("/build") || p.ends_with("/source")));
+    eprintln!(
+        "modules.tar: {} bytes, {} entries",
+        std::fs::metadata(&tar).unwrap().len(),
+        paths.len()
+    );
+    // On the machine: unpacked for the running kernel, and the module loads.
+    let loaded = on_vm(
+        &rt,
+        &vm,
+        "uname -r; test -f /lib/modules/$(uname -r)/modules.dep && modprobe crc7 && test -d /sys/module/crc7 && echo crc7-loaded",
+    );
+    assert_eq!(
+        loaded.split_whitespace().collect::<Vec<_>>(),
+        [cand_release.as_str(), "crc7-loaded"]
+    );
+    // A stale file of an earlier build of this release: the next install removes it.
+    on_vm(
+        &rt,
+        &vm,
+        &format!("touch /lib/modules/{cand_release}/stale-from-an-earlier-build.ko"),
+    );
+
+    // The `commands` install kind, with a remote_dir that a split argument would break.
+    let mut cfg = vm.config();
+    cfg.remote_dir = "/var/tmp/first bad's dir".into();
+    cfg.install = Install::Commands {
+        commands: vec![
+            "test -f {image}".into(),
+            "kexec -l {image} --reuse-cmdline".into(),
+        ],
+        reboot: "kexec -e".into(),
+    };
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let started = Instant::now();
+    let s = boot_ok(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &vm.path("boot2.log"),
+    );
+    eprintln!(
+        "install = commands: boot to a healthy agent in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(s.identity.kernel_release, cand_release);
+    rt.block_on(s.shutdown());
+    let after = on_vm(
+        &rt,
+        &vm,
+        &format!(
+            "test -f \"/var/tmp/first bad's dir/vmlinuz-{cand_release}\" && echo image-there; \
+             test -f /lib/modules/{cand_release}/modules.dep && echo modules-there; \
+             test -e /lib/modules/{cand_release}/stale-from-an-earlier-build.ko && echo stale-there; \
+             test -d /sys/module/crc7 && echo crc7-still-loaded; true"
+        ),
+    );
+    assert_eq!(
+        after.split_whitespace().collect::<Vec<_>>(),
+        ["image-there", "modules-there"],
+        "a new boot, with this build's modules only"
     );
     assert_eq!(vm.power_cycles(), 0);
 }

@@ -3,7 +3,7 @@
 //! One boot: connect and note the boot id; start the console capture (the configured local
 //! command, copied to the boot's console log and scanned: panic, oops, `BUG:`, hung task, a
 //! second kernel banner); upload the image (and `modules.tar` next to it when the build made
-//! modules); install it by kexec, grub-reboot or the user's commands; reboot; wait for SSH
+//! modules, unpacked over a removed `/lib/modules/<release>`); install it by kexec, grub-reboot or the user's commands; reboot; wait for SSH
 //! with a deadline; check that `uname -r` is the candidate's and the boot id changed; copy
 //! the agent, start it with a fresh token and wait for its health check.
 //!
@@ -418,15 +418,30 @@ impl SshHost {
             .await?;
         conn.upload(image, remote_image, 0o644, upload_deadline(d, image))
             .await?;
-        // Modules, when the build made any: a tarball of lib/modules/<release>.
-        let modules = image.with_file_name("modules.tar");
+        // Modules, when the build made any: a tarball of lib/modules/<release>. The old
+        // directory of that release goes first, so that no stale module of an earlier build
+        // of the same release survives; the tarball goes after it is unpacked.
+        let modules = image.with_file_name(crate::build::MODULES_TAR);
         if modules.is_file() {
+            // The release names the directory removed below: never empty, never a path.
+            if release.is_empty() || release.contains('/') || release.starts_with('.') {
+                return Err(Install_::Candidate(format!(
+                    "kernel release {release:?} cannot name a directory under /lib/modules"
+                )));
+            }
             let remote = format!("{dir}/modules-{release}.tar");
             conn.upload(&modules, &remote, 0o644, upload_deadline(d, &modules))
                 .await?;
             candidate(
-                conn.exec(&format!("tar -C / -xf {}", shell_quote(&remote)), d)
-                    .await?,
+                conn.exec(
+                    &format!(
+                        "rm -rf {lib} && tar -C / -xf {tar} && rm -f {tar}",
+                        lib = shell_quote(&format!("/lib/modules/{release}")),
+                        tar = shell_quote(&remote)
+                    ),
+                    d,
+                )
+                .await?,
                 "unpacking the modules",
             )?;
         }

@@ -330,8 +330,11 @@ impl Conn {
     }
 
     /// Runs `command` through the remote shell; stdout and stderr merged.
+    ///
+    /// The command dies with its deadline on the machine too ([`remote_timeout`]): when
+    /// firstbad gives up on a call, nothing it started keeps running there.
     pub async fn exec(&self, command: &str, deadline: Duration) -> Result<Output, SshError> {
-        let cmd = command.to_owned();
+        let cmd = remote_timeout(command, deadline);
         self.call(&format!("running `{command}`"), deadline, move |s| {
             let e = |e: ssh2::Error| e.to_string();
             let mut ch = s.channel_session().map_err(e)?;
@@ -536,6 +539,25 @@ fn handshake(
     Ok((s, keep))
 }
 
+/// `command` wrapped so that the machine kills it when `deadline` has passed: closing the
+/// connection does not stop a remote command (sshd only closes its pipes, and a `sleep` or a
+/// hung `kexec -l` never reads them). `timeout -s KILL` is in coreutils and in busybox. GNU
+/// timeout kills the command's whole process group; busybox's kills only the `sh -c` (which
+/// execs a simple command, so that dies; a compound command's running child can outlive
+/// it there). On a machine without `timeout` the command runs as it is, bounded only by
+/// firstbad's side.
+///
+/// The remote bound is the deadline rounded up to whole seconds (busybox's timeout takes
+/// no fractions): it fires at most a second after firstbad has given up, never before.
+pub fn remote_timeout(command: &str, deadline: Duration) -> String {
+    let secs = deadline.as_secs() + u64::from(deadline.subsec_nanos() > 0);
+    let q = shell_quote(command);
+    format!(
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL {secs} sh -c {q}; else exec sh -c {q}; fi",
+        secs = secs.max(1)
+    )
+}
+
 /// Quotes `s` for a POSIX shell: `'…'` with each `'` written as `'\''`.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
@@ -574,5 +596,27 @@ mod tests {
             ),
             "cp '/tmp/my image' /boot/vmlinuz-'6.1.0-fb$(id)' && echo ''"
         );
+    }
+
+    #[test]
+    fn a_remote_command_runs_under_its_deadline_rounded_up() {
+        let w = remote_timeout("echo 'a b'", Duration::from_millis(2500));
+        assert!(
+            w.contains(r"exec timeout -s KILL 3 sh -c 'echo '\''a b'\'''"),
+            "{w}"
+        );
+        assert!(w.contains("else exec sh -c"), "{w}");
+        assert!(remote_timeout("true", Duration::from_millis(10)).contains(" KILL 1 "));
+        // The wrapped command runs with its arguments intact and keeps its exit status.
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(remote_timeout(
+                r#"printf '%s|' "a b" c; exit 3"#,
+                Duration::from_secs(5),
+            ))
+            .output()
+            .expect("sh runs");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "a b|c|");
+        assert_eq!(out.status.code(), Some(3));
     }
 }
