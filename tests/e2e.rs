@@ -172,6 +172,67 @@ fn qemu_children(pid: u32) -> usize {
         .count()
 }
 
+/// Starts `firstbad run hunt`, waits until the journal satisfies `when` (at most an hour), lets
+/// the step under way run 3 s more, and kills firstbad with SIGKILL. Checks that no VM
+/// outlived it, and returns the journal as the kill left it.
+fn kill_9_when(
+    hunt: &Path,
+    state: &Path,
+    when: impl Fn(&[(String, Option<String>, serde_json::Value)]) -> bool,
+) -> Vec<(String, Option<String>, serde_json::Value)> {
+    let mut child = firstbad()
+        .arg("run")
+        .arg(hunt)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("firstbad run ended ({status}) before it could be killed mid-hunt");
+        }
+        let events = if state.join("journal.sqlite").exists() {
+            journal_events(state)
+        } else {
+            Vec::new()
+        };
+        if when(&events) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the moment to kill did not come within an hour"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_secs(3)); // into the step
+    let pid = child.id();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(qemu_children(pid), 0, "a VM outlived a killed firstbad");
+    journal_events(state)
+}
+
+/// Runs `firstbad run hunt` (a resume) to its end: it must succeed and name `culprit`.
+/// Returns its stdout and stderr.
+fn rerun_to_the_culprit(hunt: &Path, culprit: &str) -> (String, String) {
+    let out = firstbad().arg("run").arg(hunt).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "rerun failed: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains(&format!("first bad commit: {}", &culprit[..12])),
+        "wrong culprit, expected {culprit}: {stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 /// The spine: firstbad finds the injected ext4 fsync regression in a real kernel tree,
 /// skipping the commit that does not build, and a `kill -9` in the middle of a boot loses
 /// nothing: the rerun gives the same culprit without rebuilding or re-measuring finished
@@ -186,40 +247,13 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
     let state = dir.path().join("state");
 
     // First run: kill -9 during the first boot that follows the first verdict.
-    let mut child = firstbad()
-        .arg("run")
-        .arg(&hunt)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("firstbad run ended ({status}) before it could be killed mid-hunt");
-        }
-        let events = if state.join("journal.sqlite").exists() {
-            journal_events(&state)
-        } else {
-            Vec::new()
-        };
+    let before = kill_9_when(&hunt, &state, |events| {
         let first_verdict = events.iter().position(|(k, _, _)| k == "verdict");
-        let boot_after = first_verdict.is_some_and(|i| {
+        first_verdict.is_some_and(|i| {
             events[i..].iter().any(|(k, _, _)| k == "boot-started")
                 && events.last().is_some_and(|(k, _, _)| k == "boot-started")
-        });
-        if boot_after {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no verdict within an hour");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    std::thread::sleep(Duration::from_secs(3)); // into the boot
-    let pid = child.id();
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(qemu_children(pid), 0, "the VM outlived a killed firstbad");
-    let before = journal_events(&state);
+        })
+    });
     let finished_boots_before = before
         .iter()
         .filter(|(k, _, _)| k == "boot-finished")
@@ -230,18 +264,7 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
     );
 
     // Rerun: resumes to the end.
-    let out = firstbad().arg("run").arg(&hunt).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "rerun failed: {}\n{stdout}\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains(&format!("first bad commit: {}", &culprit[..12])),
-        "wrong culprit, expected {culprit}: {stdout}\n{stderr}"
-    );
+    let (stdout, stderr) = rerun_to_the_culprit(&hunt, &culprit);
     assert!(stderr.contains("resuming"), "{stderr}");
 
     let events = journal_events(&state);
@@ -310,9 +333,17 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         git(demo_tree(), &["rev-parse", "demo-bad^{commit}"]),
     ];
     eprintln!(
-        "one-host hunt: {} verdicts, {} rounds of candidate boots",
+        "one-host hunt: {} verdicts, {} candidate boots, {} rounds of candidate boots; seconds \
+         (endpoints, search, re-test, with the kill): {:?}",
         events.iter().filter(|(k, _, _)| k == "verdict").count(),
-        candidate_rounds(&events, &endpoints)
+        events
+            .iter()
+            .filter(|(k, c, _)| {
+                k == "boot-finished" && !endpoints.iter().any(|e| Some(e.as_str()) == c.as_deref())
+            })
+            .count(),
+        candidate_rounds(&events, &endpoints),
+        phase_seconds(&state)
     );
     // The statistics: baselines confirmed at a look, the host checked for drift, and the
     // culprit re-tested against its parent and stated with its posterior probability.
@@ -441,57 +472,15 @@ drift_check_every = 0
     .unwrap();
 
     // First run: kill -9 while two candidate boots are in flight.
-    let mut child = firstbad()
-        .arg("run")
-        .arg(&hunt)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("firstbad run ended ({status}) before it could be killed mid-hunt");
-        }
-        let events = if state.join("journal.sqlite").exists() {
-            journal_events(&state)
-        } else {
-            Vec::new()
-        };
+    let before = kill_9_when(&hunt, &state, |events| {
         let n = events.len();
-        let two_in_flight = n >= 2
+        n >= 2
             && events.iter().any(|(k, _, _)| k == "verdict")
             && events[n - 2..].iter().all(|(k, _, _)| k == "boot-started")
-            && events[n - 2].1 != events[n - 1].1;
-        if two_in_flight {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no parallel round within an hour"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    std::thread::sleep(Duration::from_secs(3)); // into the boots
-    let pid = child.id();
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(qemu_children(pid), 0, "a VM outlived a killed firstbad");
-    let before = journal_events(&state);
+            && events[n - 2].1 != events[n - 1].1
+    });
 
-    let out = firstbad().arg("run").arg(&hunt).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "rerun failed: {}\n{stdout}\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains(&format!("first bad commit: {}", &culprit[..12])),
-        "wrong culprit, expected {culprit}: {stdout}\n{stderr}"
-    );
+    let (_, stderr) = rerun_to_the_culprit(&hunt, &culprit);
     assert!(
         stderr.contains("host lab-dead stays out of the pool"),
         "{stderr}"
@@ -561,15 +550,49 @@ drift_check_every = 0
         .count();
     eprintln!(
         "pool hunt: {verdicts} verdicts, {candidate_boots} candidate boots, {} rounds of \
-         candidate boots, {} events",
+         candidate boots, {} events; seconds (endpoints, search, re-test, with the kill): {:?}",
         candidate_rounds(&events, &endpoints),
-        events.len()
+        events.len(),
+        phase_seconds(&state)
     );
     let confirmation = events
         .iter()
         .find(|(k, _, _)| k == "confirmation")
         .expect("the culprit was re-tested against its parent");
     assert_eq!(confirmation.2["confirmed"], true, "{:?}", confirmation.2);
+    // The baselines were measured on both VMs, and the summary says so host by host.
+    let baselines = events
+        .iter()
+        .find(|(k, _, _)| k == "baselines-confirmed")
+        .unwrap();
+    let summary = baselines.2["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("per host:")
+            && summary.contains("vm1: good")
+            && summary.contains("vm2: good"),
+        "{summary}"
+    );
+    let status = firstbad().arg("status").arg(&hunt).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("host lab-dead: left the pool: host lab-dead needs a person"),
+        "{status}"
+    );
+    assert!(status.contains("host vm1: idle"), "{status}");
+}
+
+/// Seconds of the hunt's phases from the journal's clock: endpoints (to the baselines'
+/// confirmation), search (to the start of the final re-test), re-test (to its result).
+fn phase_seconds(state: &Path) -> (f64, f64, f64) {
+    let conn = Connection::open(state.join("journal.sqlite")).unwrap();
+    let at = |sql: &str| -> f64 {
+        conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as f64 / 1000.0
+    };
+    let start = at("SELECT min(at_ms) FROM events");
+    let baselines = at("SELECT at_ms FROM events WHERE kind = 'baselines-confirmed'");
+    let retest = at("SELECT at_ms FROM events WHERE kind = 'confirm-started'");
+    let end = at("SELECT at_ms FROM events WHERE kind = 'confirmation'");
+    (baselines - start, retest - baselines, end - retest)
 }
 
 /// Rounds of candidate boots: runs of boot-started events of candidates with no boot-finished

@@ -1794,21 +1794,8 @@ mod tests {
     #[test]
     fn batches_of_boots_keep_the_sides_in_balanced_seeded_pairs() {
         for seed in [1u64, 7, 42] {
-            // One at a time is the order a single host always used.
-            let one_by_one: Vec<bool> = {
-                let (mut a, mut b) = (0, 0);
-                (0..16)
-                    .map(|_| {
-                        let first = interleave(a, b, seed, 1)[0];
-                        if first {
-                            a += 1
-                        } else {
-                            b += 1
-                        }
-                        first
-                    })
-                    .collect()
-            };
+            // One at a time, each boot chosen after the last: the order a single host uses.
+            let one_by_one = interleave(0, 0, seed, 16);
             for k in [2usize, 3, 4] {
                 let (mut a, mut b, mut all) = (0, 0, Vec::new());
                 while all.len() < 16 {

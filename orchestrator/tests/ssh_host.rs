@@ -1217,10 +1217,11 @@ fn firstbad_try_measures_a_candidate_on_an_ssh_host() {
     )
     .unwrap();
     let hunt = vm.path("hunt.toml");
-    std::fs::write(
-        &hunt,
-        format!(
-            r#"[hunt]
+    let write_hunt = |kexec_cmdline: &str| {
+        std::fs::write(
+            &hunt,
+            format!(
+                r#"[hunt]
 name = "ssh"
 repo = "{repo}"
 good = "demo-good"
@@ -1241,6 +1242,7 @@ connect_timeout_s = 5
 command_timeout_s = 30
 boot_timeout_s = 90
 install = "kexec"
+{kexec_cmdline}
 power_cycle = "sh {d}/power-cycle.sh"
 console = "exec tail -n 0 -F {d}/serial.log"
 agent_url = "http://127.0.0.1:{agent_port}"
@@ -1250,36 +1252,93 @@ file = "{wl}"
 metric = "fsync_latency_p50_ms"
 timeout_s = 120
 "#,
-            repo = tree.display(),
-            state = vm.path("state").display(),
-            root = root().display(),
-            port = vm.ssh_port,
-            key = vm.path("client_key").display(),
-            kh = vm.known_hosts().display(),
-            d = vm.dir.path().display(),
-            agent_port = vm.agent_port,
-            wl = wl.display(),
-        ),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_firstbad"))
-        .env("FIRSTBAD_AGENT", agent())
-        .arg("try")
-        .arg(&hunt)
-        .arg("demo-bad")
-        .output()
+                repo = tree.display(),
+                state = vm.path("state").display(),
+                root = root().display(),
+                port = vm.ssh_port,
+                key = vm.path("client_key").display(),
+                kh = vm.known_hosts().display(),
+                d = vm.dir.path().display(),
+                agent_port = vm.agent_port,
+                wl = wl.display(),
+            ),
+        )
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{stderr}\nserial:\n{}",
-        vm.serial()
-    );
+    };
+    // `firstbad try hunt.toml demo-bad`: its stdout and stderr; it must succeed.
+    let try_bad = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+            .env("FIRSTBAD_AGENT", agent())
+            .arg("try")
+            .arg(&hunt)
+            .arg("demo-bad")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{stderr}\nserial:\n{}",
+            vm.serial()
+        );
+        (stdout, stderr)
+    };
+    write_hunt("");
+    let started = Instant::now();
+    let (stdout, stderr) = try_bad();
     let at = stdout.find("boot: ").expect("try printed a boot") + "boot: ".len();
     let boot: serde_json::Value = serde_json::from_str(&stdout[at..]).expect("boot JSON");
     assert_eq!(boot["status"], "measured", "{boot}\n{stderr}");
     assert_eq!(boot["kernel_release"], cand_release.as_str(), "{boot}");
     eprintln!("firstbad try on the ssh host: {:?}", started.elapsed());
+
+    // A candidate that panics at boot, through the hunt's own code: a failed boot in the
+    // journal with the panic line and the console log kept, the host power-cycled back, and
+    // nothing called good or bad.
+    write_hunt("kexec_cmdline = \"console=ttyS0 root=/dev/vda rw init=/firstbad-no-such-init\"");
+    let started = Instant::now();
+    try_bad();
+    eprintln!(
+        "firstbad try of a panicking candidate on the ssh host: {:?}",
+        started.elapsed()
+    );
+    assert!(started.elapsed() < Duration::from_secs(180));
+    assert_eq!(
+        vm.power_cycles(),
+        1,
+        "power-cycled back to the default kernel"
+    );
+    let journal = vm.path("state").join("try").join("try.sqlite");
+    let conn = rusqlite::Connection::open(&journal).unwrap();
+    let last: String = conn
+        .query_row(
+            "SELECT body FROM events WHERE kind = 'boot-finished' ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let last: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["host"], "lab1", "{last}");
+    assert_eq!(last["outcome"]["status"], "failed", "{last}");
+    let reason = last["outcome"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("Kernel panic") && reason.contains("power-cycled"),
+        "{reason}"
+    );
+    let console = std::path::PathBuf::from(last["outcome"]["console"].as_str().unwrap());
+    assert!(
+        std::fs::read_to_string(&console)
+            .unwrap()
+            .contains("Kernel panic - not syncing"),
+        "the console log of the boot is kept: {}",
+        console.display()
+    );
+    let verdicts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE kind = 'verdict'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(verdicts, 0);
 }

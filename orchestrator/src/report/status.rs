@@ -75,18 +75,25 @@ fn duration(s: f64) -> String {
     }
 }
 
-/// Seconds left: `steps` more commits, each a build and the usual number of boots, plus
-/// the endpoint boots still missing. `None` until a boot has been timed.
+/// Seconds left: `steps` more bisection steps (one commit each on one host) and the endpoint
+/// boots still missing, on `hosts` hosts. K hosts test K commits a round, and a round splits
+/// the candidates K + 1 ways, so the steps shrink to `steps · ln 2 / ln(K + 1)` rounds; each
+/// round builds its K commits one after the other (one builder) and boots them at once.
+/// `None` until a boot has been timed.
 pub fn estimate_left(
     t: &Timings,
     steps: u32,
     baseline_boots_left: usize,
     min_boots: u32,
+    hosts: usize,
 ) -> Option<f64> {
     let boot = t.boot_s?;
-    let per_commit =
-        t.build_s.unwrap_or(0.0) + boot * t.boots_per_commit.unwrap_or(min_boots as f64);
-    Some(steps as f64 * per_commit + baseline_boots_left as f64 * boot)
+    let k = hosts.max(1) as f64;
+    let rounds = (steps as f64 * 2f64.ln() / (k + 1.0).ln()).ceil();
+    let per_round =
+        k * t.build_s.unwrap_or(0.0) + boot * t.boots_per_commit.unwrap_or(min_boots as f64);
+    let baseline_rounds = (baseline_boots_left as f64 / k).ceil();
+    Some(rounds * per_round + baseline_rounds * boot)
 }
 
 /// Remaining candidates and steps, from the repository and the verdicts so far.
@@ -222,7 +229,12 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
                 } else {
                     0
                 };
-                match estimate_left(&t, steps, baseline_left, cfg.classify.min_boots) {
+                let hosts = cfg
+                    .hosts
+                    .iter()
+                    .filter(|h| !state.retired.iter().any(|(r, _)| *r == h.name))
+                    .count();
+                match estimate_left(&t, steps, baseline_left, cfg.classify.min_boots, hosts) {
                     Some(left) => {
                         let _ = writeln!(
                             o,
@@ -336,8 +348,11 @@ mod tests {
         assert_eq!(t.boot_s, Some(20.0));
         assert_eq!(t.boots_per_commit, Some(3.0));
         // 4 steps x (40 s + 3 x 20 s) + 2 endpoint boots x 20 s.
-        assert_eq!(estimate_left(&t, 4, 2, 2), Some(440.0));
+        assert_eq!(estimate_left(&t, 4, 2, 2, 1), Some(440.0));
         assert_eq!(duration(440.0), "7 min");
-        assert_eq!(estimate_left(&Timings::default(), 4, 0, 2), None);
+        assert_eq!(estimate_left(&Timings::default(), 4, 0, 2, 1), None);
+        // Three hosts: 4 binary steps are 2 rounds of a 4-way split, each building 3 commits
+        // (120 s) and booting them at once (3 x 20 s); the 2 endpoint boots are one round.
+        assert_eq!(estimate_left(&t, 4, 2, 2, 3), Some(2.0 * 180.0 + 20.0));
     }
 }
