@@ -67,6 +67,8 @@ impl HuntError {
 pub struct BootRecord {
     /// Boot number of the commit, from 1.
     pub boot: u32,
+    /// Place among all of the hunt's finished boots, from 0 (the journal's order).
+    pub seq: usize,
     /// The host.
     pub host: String,
     /// How it ended.
@@ -159,8 +161,10 @@ impl HuntState {
                     host,
                     outcome,
                 } => {
+                    let seq = s.total_boots();
                     s.boots.entry(commit.clone()).or_default().push(BootRecord {
                         boot: *boot,
+                        seq,
                         host: host.clone(),
                         outcome: outcome.clone(),
                     });
@@ -694,6 +698,47 @@ fn per_host(state: &HuntState, commits: &[(&str, &str)]) -> Option<String> {
         })
         .collect();
     Some(parts.join("; "))
+}
+
+/// Failed boots in a row after which a host that boots the same kernels worse than the rest
+/// of the pool leaves it: one or two are what a flaky candidate does; three in a row on one
+/// host, with one of those kernels measured on another host, point at the host.
+const HOST_FAILURES_IN_A_ROW: usize = 3;
+
+/// Why `host` should leave the pool, if its last [`HOST_FAILURES_IN_A_ROW`] boots all failed
+/// and one of those commits was measured on another host.
+fn failing_host(state: &HuntState, host: &str) -> Option<String> {
+    // The host's boots in the order they finished: the journal order, which boot numbers
+    // alone do not give across commits, so collect (commit, record) and sort by position.
+    let mut mine: Vec<(&str, &BootRecord)> = state
+        .boots
+        .iter()
+        .flat_map(|(c, rs)| rs.iter().map(move |r| (c.as_str(), r)))
+        .filter(|(_, r)| r.host == host)
+        .collect();
+    mine.sort_by_key(|(_, r)| r.seq);
+    let tail = mine.get(mine.len().checked_sub(HOST_FAILURES_IN_A_ROW)?..)?;
+    if !tail
+        .iter()
+        .all(|(_, r)| matches!(r.outcome, BootOutcome::Failed { .. }))
+    {
+        return None;
+    }
+    let (commit, other) = tail.iter().find_map(|(c, _)| {
+        state.boots.get(*c)?.iter().find_map(|r| match &r.outcome {
+            BootOutcome::Measured { .. } if r.host != host => Some((*c, r.host.as_str())),
+            _ => None,
+        })
+    })?;
+    let last = match &tail[HOST_FAILURES_IN_A_ROW - 1].1.outcome {
+        BootOutcome::Failed { reason, .. } => reason.as_str(),
+        BootOutcome::Measured { .. } => "",
+    };
+    Some(format!(
+        "its last {HOST_FAILURES_IN_A_ROW} boots failed (last: {last}), while {} measured \
+         on {other}",
+        short(commit)
+    ))
 }
 
 /// The commits a parallel round left under test: booted, without a verdict, still candidates,
@@ -1279,12 +1324,14 @@ impl Ctx<'_> {
                 host: plan.host_name.clone(),
                 outcome: outcome.clone(),
             })?;
+            let seq = state.total_boots();
             state
                 .boots
                 .entry(plan.commit.clone())
                 .or_default()
                 .push(BootRecord {
                     boot: plan.boot,
+                    seq,
                     host: plan.host_name,
                     outcome,
                 });
@@ -1294,10 +1341,32 @@ impl Ctx<'_> {
         for name in &retired {
             self.host.retire(name);
         }
-        match stop {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
+        if let Some(e) = stop {
+            return Err(e.into());
         }
+        // A host whose boots keep failing while the same kernels boot elsewhere is the
+        // problem, not the kernels: it leaves the pool (never the last one).
+        for name in self
+            .host
+            .names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+        {
+            if self.host.len() < 2 {
+                break;
+            }
+            if let Some(reason) = failing_host(state, &name) {
+                tracing::error!("host {name} leaves the pool: {reason}");
+                self.journal.append(&Event::HostRetired {
+                    host: name.clone(),
+                    reason: reason.clone(),
+                })?;
+                state.retired.push((name.clone(), reason));
+                self.host.retire(&name);
+            }
+        }
+        Ok(())
     }
 
     /// Boots a built commit until the sequential test calls it, it reaches the boot cap
@@ -1790,6 +1859,59 @@ impl Ctx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_that_fails_kernels_which_boot_elsewhere_leaves_the_pool() {
+        let mut state = HuntState::default();
+        fn add(state: &mut HuntState, commit: &str, host: &str, ok: bool) {
+            let seq = state.total_boots();
+            let outcome = if ok {
+                BootOutcome::Measured {
+                    kernel_release: String::new(),
+                    boot_id: String::new(),
+                    value: 1.0,
+                    result: firstbad_wire::WorkloadResult {
+                        kind: "fsync-latency".into(),
+                        series: Default::default(),
+                        metrics: Default::default(),
+                        duration_s: 1.0,
+                        system: None,
+                        vmstat: Vec::new(),
+                    },
+                    console: PathBuf::new(),
+                    boot_seconds: 1.0,
+                }
+            } else {
+                BootOutcome::Failed {
+                    reason: format!("boot timeout on {host}"),
+                    console: PathBuf::new(),
+                }
+            };
+            let records = state.boots.entry(commit.to_owned()).or_default();
+            records.push(BootRecord {
+                boot: records.len() as u32 + 1,
+                seq,
+                host: host.to_owned(),
+                outcome,
+            });
+        }
+        add(&mut state, "a", "vm1", true);
+        add(&mut state, "a", "vm2", true);
+        add(&mut state, "b", "vm1", false);
+        add(&mut state, "c", "vm1", false);
+        add(&mut state, "b", "vm2", false);
+        add(&mut state, "d", "vm2", false);
+        assert_eq!(failing_host(&state, "vm1"), None, "two failures in a row");
+        add(&mut state, "a", "vm1", false);
+        let why = failing_host(&state, "vm1").expect("a booted on vm2, not on vm1");
+        assert!(
+            why.contains("last 3 boots failed") && why.contains("on vm2"),
+            "{why}"
+        );
+        // vm2's failures are of kernels no other host has measured: the kernels', not its.
+        add(&mut state, "e", "vm2", false);
+        assert_eq!(failing_host(&state, "vm2"), None);
+    }
 
     #[test]
     fn batches_of_boots_keep_the_sides_in_balanced_seeded_pairs() {
