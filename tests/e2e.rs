@@ -172,6 +172,14 @@ fn qemu_children(pid: u32) -> usize {
         .count()
 }
 
+/// With `FIRSTBAD_E2E_KEEP` set, keeps a hunt test's directory (journal, consoles) for a
+/// person to read, and says where.
+fn keep_if_asked(dir: tempfile::TempDir) {
+    if std::env::var_os("FIRSTBAD_E2E_KEEP").is_some() {
+        eprintln!("kept {}", dir.keep().display());
+    }
+}
+
 /// Starts `firstbad run hunt`, waits until the journal satisfies `when` (at most an hour), lets
 /// the step under way run 3 s more, and kills firstbad with SIGKILL. Checks that no VM
 /// outlived it, and returns the journal as the kill left it.
@@ -402,6 +410,7 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         "git bisect replay: {said}\n{}",
         String::from_utf8_lossy(&replay.stderr)
     );
+    keep_if_asked(dir);
 }
 
 /// Issue 6, a host pool used by parallel bisection: two qemu VMs test two candidates at once,
@@ -579,6 +588,7 @@ drift_check_every = 0
         "{status}"
     );
     assert!(status.contains("host vm1: idle"), "{status}");
+    keep_if_asked(dir);
 }
 
 /// Seconds of the hunt's phases from the journal's clock: endpoints (to the baselines'
