@@ -594,8 +594,9 @@ const LAB_INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox mount -t devtmpfs devtmpfs /dev 2>/dev/null
 exec </dev/console >/dev/console 2>&1
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+# Writable before the applet links go in: GRUB's entries mount the root `ro`.
+/bin/busybox mount -o remount,rw /
 /bin/busybox --install -s
-mount -o remount,rw /
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
@@ -606,8 +607,189 @@ ip link set eth0 up
 ip route add default via 10.0.2.2
 echo "lab-init: $(uname -r) up, starting dropbear"
 /usr/sbin/dropbear -F -E -s -r /etc/dropbear/host_key -p 22 &
-while true; do sleep 3600; done
+# `reboot` (busybox) asks init to reboot with SIGTERM; a shell that is pid 1 gets no signal it
+# has no handler for. Sleeping in the background lets `wait` return to the trap at once.
+trap 'echo "lab-init: rebooting"; sync; reboot -f' TERM
+while true; do sleep 3600 & wait $!; done
 "#;
+
+/// The title Debian's /etc/grub.d/10_linux gives a kernel's entry (`GRUB_DISTRIBUTOR=Debian`),
+/// under its "Advanced options" submenu: the form `grub_entry` and `GRUB_DEFAULT` take.
+fn debian_entry(release: &str) -> String {
+    format!("Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux {release}")
+}
+
+/// Puts a Debian machine's GRUB into the lab rootfs: the base kernel as
+/// /boot/vmlinuz-<release>, GRUB's i386-pc modules, a first grub.cfg and grubenv, and the
+/// real tools and scripts `update-grub` and `grub-reboot` run (copied from this Debian host
+/// with their libraries).
+fn grub_rootfs(rootfs: &Path, base: &Path, base_release: &str) {
+    let grub = rootfs.join("boot/grub");
+    std::fs::create_dir_all(grub.join("i386-pc")).unwrap();
+    std::fs::copy(base, rootfs.join(format!("boot/vmlinuz-{base_release}"))).unwrap();
+    for e in std::fs::read_dir("/usr/lib/grub/i386-pc")
+        .expect("GRUB's i386-pc modules (apt install grub-pc-bin)")
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".mod") || name.ends_with(".lst") {
+            std::fs::copy(e.path(), grub.join("i386-pc").join(&name)).unwrap();
+        }
+    }
+    for tool in [
+        "/usr/sbin/update-grub",
+        "/usr/sbin/grub-mkconfig",
+        "/usr/sbin/grub-reboot",
+        "/usr/sbin/grub-probe",
+        "/usr/bin/grub-editenv",
+        "/usr/bin/grub-script-check",
+        "/usr/bin/grub-mkrelpath",
+        // grub-mkconfig_lib compares kernel versions with `dpkg --compare-versions`.
+        "/usr/bin/dpkg",
+    ] {
+        assert!(
+            Path::new(tool).exists(),
+            "{tool} is missing: run scripts/install-deps (grub-pc-bin, grub2-common)"
+        );
+        copy_with_libs(Path::new(tool), rootfs);
+    }
+    std::fs::create_dir_all(rootfs.join("usr/share/grub")).unwrap();
+    std::fs::copy(
+        "/usr/share/grub/grub-mkconfig_lib",
+        rootfs.join("usr/share/grub/grub-mkconfig_lib"),
+    )
+    .unwrap();
+    // Debian's generators for a Linux machine; os-prober, Xen and UEFI have nothing to find.
+    std::fs::create_dir_all(rootfs.join("etc/grub.d")).unwrap();
+    for g in ["00_header", "10_linux", "40_custom", "41_custom"] {
+        std::fs::copy(
+            Path::new("/etc/grub.d").join(g),
+            rootfs.join("etc/grub.d").join(g),
+        )
+        .unwrap();
+    }
+    // The lab machine's settings. GRUB_DEFAULT names the known-good kernel's entry: with
+    // Debian's default (0, the first entry, which 10_linux gives to the highest version),
+    // `update-grub` could make a candidate the default, and a power cycle would not bring
+    // the machine back.
+    std::fs::create_dir_all(rootfs.join("etc/default")).unwrap();
+    std::fs::write(
+        rootfs.join("etc/default/grub"),
+        format!(
+            "GRUB_DEFAULT=\"{default}\"\n\
+             GRUB_TIMEOUT=0\n\
+             GRUB_DISTRIBUTOR=Debian\n\
+             GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n\
+             GRUB_CMDLINE_LINUX=\"console=ttyS0 init=/sbin/init oops=panic\"\n\
+             GRUB_TERMINAL=serial\n\
+             GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n\
+             GRUB_DISABLE_RECOVERY=true\n\
+             GRUB_DISABLE_OS_PROBER=true\n",
+            default = debian_entry(base_release)
+        ),
+    )
+    .unwrap();
+    // The disk's first grub.cfg, in the shape grub-mkconfig gives (00_header's grubenv and
+    // next_entry handling, 10_linux's titles) with the base kernel only; the first
+    // `update-grub` on the machine replaces it with the generated one.
+    std::fs::write(
+        grub.join("grub.cfg"),
+        format!(
+            r#"if [ -s $prefix/grubenv ]; then
+  load_env
+fi
+if [ "${{next_entry}}" ] ; then
+   set default="${{next_entry}}"
+   set next_entry=
+   save_env next_entry
+else
+   set default="{default}"
+fi
+serial --unit=0 --speed=115200
+terminal_input serial
+terminal_output serial
+set timeout=0
+submenu 'Advanced options for Debian GNU/Linux' {{
+  menuentry 'Debian GNU/Linux, with Linux {base_release}' {{
+    insmod part_msdos
+    insmod ext2
+    linux /boot/vmlinuz-{base_release} root=/dev/vda1 ro console=ttyS0 init=/sbin/init oops=panic
+  }}
+}}
+"#,
+            default = debian_entry(base_release)
+        ),
+    )
+    .unwrap();
+    let st = Command::new("grub-editenv")
+        .arg(grub.join("grubenv"))
+        .arg("create")
+        .status()
+        .expect("grub-editenv runs (apt install grub2-common)");
+    assert!(st.success(), "grub-editenv create");
+}
+
+/// Makes a BIOS-bootable disk of the rootfs: an msdos partition table with one ext4
+/// partition (the rootfs, /dev/vda1 in the VM), GRUB's boot.img in the MBR and its core
+/// image in the gap before the partition, as `grub-install --target=i386-pc` lays them out.
+/// No loop device: grub-install could not map a loop partition to a BIOS drive here
+/// ("cannot find a GRUB drive for /dev/loop0p1", even with a device.map), so the core image
+/// is made with grub-mkimage, with its prefix on the first partition, and written directly.
+fn grub_disk(rootfs: &Path, img: &Path, d: &Path) {
+    use std::os::unix::fs::FileExt;
+    // 256 MiB, as the direct-kernel disk; the partition starts at 1 MiB (sector 2048), the
+    // usual alignment, which leaves 1 MiB - 512 bytes for GRUB's core image.
+    const DISK: u64 = 256 << 20;
+    const PART_START: u64 = 1 << 20;
+    let f = std::fs::File::create(img).unwrap();
+    f.set_len(DISK).unwrap();
+    drop(f);
+    let mut sfdisk = Command::new("sfdisk")
+        .arg("-q")
+        .arg(img)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("sfdisk runs (apt install fdisk)");
+    sfdisk
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("start={}, type=83\n", PART_START / 512).as_bytes())
+        .unwrap();
+    assert!(sfdisk.wait().unwrap().success(), "sfdisk");
+    let st = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E"])
+        .arg(format!("nodiscard,offset={PART_START}"))
+        .arg("-d")
+        .arg(rootfs)
+        .arg(img)
+        .arg(format!("{}K", (DISK - PART_START) >> 10))
+        .status()
+        .unwrap();
+    assert!(st.success(), "mkfs.ext4 -d at the partition's offset");
+    let core = d.join("core.img");
+    let st = Command::new("grub-mkimage")
+        .args(["-O", "i386-pc", "-o"])
+        .arg(&core)
+        .args([
+            "-p",
+            "(hd0,msdos1)/boot/grub",
+            "biosdisk",
+            "part_msdos",
+            "ext2",
+        ])
+        .status()
+        .expect("grub-mkimage runs (apt install grub-pc-bin)");
+    assert!(st.success(), "grub-mkimage");
+    let core = std::fs::read(&core).unwrap();
+    assert!(core.len() as u64 <= PART_START - 512, "core.img too big");
+    let boot = std::fs::read("/usr/lib/grub/i386-pc/boot.img").unwrap();
+    let disk = std::fs::OpenOptions::new().write(true).open(img).unwrap();
+    // boot.img's code up to the partition table (bytes 440..512 hold the disk signature and
+    // the table sfdisk wrote); core.img from sector 1, where boot.img looks for it.
+    disk.write_all_at(&boot[..440], 0).unwrap();
+    disk.write_all_at(&core, 512).unwrap();
+}
 
 /// A lab machine in a VM, and its keys; qemu is killed on drop.
 struct LabVm {
@@ -617,8 +799,21 @@ struct LabVm {
     base_release: String,
 }
 
+/// How the lab VM boots its default kernel.
+#[derive(Clone, Copy, PartialEq)]
+enum Firmware {
+    /// qemu's `-kernel`: the base kernel straight from the build cache.
+    DirectKernel,
+    /// BIOS, then real GRUB (i386-pc) from the disk's MBR, then `/boot/vmlinuz-<release>`.
+    Grub,
+}
+
 impl LabVm {
     fn start() -> LabVm {
+        LabVm::start_with(Firmware::DirectKernel)
+    }
+
+    fn start_with(firmware: Firmware) -> LabVm {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let (base, base_release) = demo_kernel("demo-good");
@@ -640,7 +835,15 @@ impl LabVm {
             std::fs::create_dir_all(rootfs.join(sub)).unwrap();
         }
         std::fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
-        std::os::unix::fs::symlink("busybox", rootfs.join("bin/sh")).unwrap();
+        if firmware == Firmware::Grub {
+            // Debian's grub scripts run under /bin/sh, which is dash there. busybox's sh
+            // would run its own `dpkg` applet (it prefers applets to $PATH), which has no
+            // `--compare-versions`, instead of the real dpkg that grub-mkconfig_lib calls.
+            copy_with_libs(Path::new("/usr/bin/dash"), &rootfs);
+            std::os::unix::fs::symlink("/usr/bin/dash", rootfs.join("bin/sh")).unwrap();
+        } else {
+            std::os::unix::fs::symlink("busybox", rootfs.join("bin/sh")).unwrap();
+        }
         std::fs::write(rootfs.join("sbin/init"), LAB_INIT).unwrap();
         copy_with_libs(Path::new("/usr/sbin/dropbear"), &rootfs);
         copy_with_libs(Path::new("/usr/sbin/kexec"), &rootfs);
@@ -672,14 +875,28 @@ impl LabVm {
         chmod("root/.ssh/authorized_keys", 0o600);
         chmod("etc/dropbear/host_key", 0o600);
         let img = d.join("root.img");
-        let st = Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-E", "nodiscard", "-d"])
-            .arg(&rootfs)
-            .arg(&img)
-            .arg("256M")
-            .status()
-            .unwrap();
-        assert!(st.success(), "mkfs.ext4 -d");
+        let boot = match firmware {
+            Firmware::DirectKernel => {
+                let st = Command::new("mkfs.ext4")
+                    .args(["-q", "-F", "-E", "nodiscard", "-d"])
+                    .arg(&rootfs)
+                    .arg(&img)
+                    .arg("256M")
+                    .status()
+                    .unwrap();
+                assert!(st.success(), "mkfs.ext4 -d");
+                format!(
+                    "-kernel {} -append 'console=ttyS0 root=/dev/vda rw init=/sbin/init oops=panic'",
+                    base.display()
+                )
+            }
+            Firmware::Grub => {
+                grub_rootfs(&rootfs, &base, &base_release);
+                grub_disk(&rootfs, &img, d);
+                // No -kernel: SeaBIOS boots the disk's MBR, which loads GRUB.
+                String::new()
+            }
+        };
 
         let ssh_port = free_port();
         let agent_port = free_port();
@@ -689,11 +906,10 @@ impl LabVm {
                 "#!/bin/sh\nexec qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nodefaults -display none \
                  -daemonize -pidfile {d}/qemu.pid \
                  -chardev file,id=ser,path={d}/serial.log,append=on -serial chardev:ser \
-                 -kernel {base} -append 'console=ttyS0 root=/dev/vda rw init=/sbin/init oops=panic' \
+                 {boot} \
                  -drive file={img},format=raw,if=virtio,cache=unsafe \
                  -nic user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-:22,hostfwd=tcp:127.0.0.1:{agent_port}-:{GUEST} \n",
                 d = d.display(),
-                base = base.display(),
                 img = img.display(),
                 GUEST = firstbad_wire::GUEST_AGENT_PORT,
             ),
@@ -1197,6 +1413,170 @@ fn panic_at_boot_then_a_host_that_never_returns_then_one_that_needs_a_person() {
         Ok(_) => panic!("a panicking kernel booted"),
     }
     assert!(took < Duration::from_secs(90), "took {took:?}");
+}
+
+/// `install = "grub-reboot"` on a machine that boots through real GRUB (BIOS, i386-pc, from
+/// the disk's MBR): firstbad copies demo-bad to /boot, runs Debian's own `update-grub` and
+/// `grub-reboot` on the machine, reboots it (the guest's `reboot` resets qemu, which comes
+/// back through SeaBIOS and GRUB), verifies `uname -r` and the new boot id, and measures.
+/// GRUB used the one-time entry once: a power cycle brings back the default kernel. Then a
+/// candidate that panics at boot (its initramfs has no working /init, which update-grub puts
+/// in its entry only) ends as a failed boot, and the power cycle brings back the default.
+/// The power-cycle script (kill qemu, start it again) stands in for IPMI or a PDU.
+#[test]
+fn grub_reboot_boots_the_candidate_once_then_a_power_cycle_brings_back_the_default() {
+    let _vm = VM.lock().unwrap_or_else(|e| e.into_inner());
+    let test_started = Instant::now();
+    let (cand, cand_release) = demo_kernel("demo-bad");
+    let vm = LabVm::start_with(Firmware::Grub);
+    assert_ne!(cand_release, vm.base_release);
+    let rt = rt();
+    vm.wait_up(&rt);
+    let booting = |release: &str| format!("Booting `Debian GNU/Linux, with Linux {release}'");
+    let times_booted = |release: &str| vm.serial().matches(&booting(release)).count();
+    assert_eq!(times_booted(&vm.base_release), 1, "GRUB booted the default");
+    assert_eq!(on_vm(&rt, &vm, "uname -r").trim(), vm.base_release);
+    let boot_id_before = on_vm(&rt, &vm, "cat /proc/sys/kernel/random/boot_id");
+
+    let mut cfg = vm.config();
+    // The documented Debian form, placeholder and all.
+    cfg.install = Install::GrubReboot {
+        entry: debian_entry("{release}"),
+    };
+    // update-grub probes the disk and runs the generators: seconds under TCG, not 30.
+    cfg.command_timeout_s = 60;
+    cfg.boot_timeout_s = 120;
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    host.preflight().unwrap();
+    let started = Instant::now();
+    let mut s = boot_ok(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &vm.path("grub1.log"),
+    );
+    eprintln!(
+        "grub-reboot: install to a healthy agent {:.1} s (reboot through GRUB to the agent {:.1} s)",
+        started.elapsed().as_secs_f64(),
+        s.boot_seconds
+    );
+    assert_eq!(s.identity.kernel_release, cand_release);
+    assert_ne!(s.identity.boot_id, boot_id_before.trim(), "a new boot");
+    let r = rt
+        .block_on(s.run(&small_fsync_workload(20), Duration::from_secs(120)))
+        .unwrap_or_else(|f| panic!("workload failed: {}", f.reason));
+    let p50 = r.metrics["fsync_latency_p50_ms"];
+    assert!(p50.is_finite() && p50 > 0.0, "{:?}", r.metrics);
+    eprintln!("fsync p50 on the candidate booted by GRUB: {p50:.2} ms");
+    rt.block_on(s.shutdown());
+    assert_eq!(vm.power_cycles(), 0);
+    // GRUB booted the candidate's entry, through a reset of the same qemu (no power cycle).
+    assert_eq!(times_booted(&cand_release), 1, "{}", vm.serial());
+    // The machine's grub.cfg is the one update-grub generated, with the candidate's entry
+    // and the default still the known-good kernel; GRUB cleared the one-time choice.
+    let grub_cfg = on_vm(&rt, &vm, "cat /boot/grub/grub.cfg");
+    for want in [
+        "### BEGIN /etc/grub.d/10_linux ###".to_owned(),
+        format!("menuentry 'Debian GNU/Linux, with Linux {cand_release}'"),
+        format!("set default=\"{}\"", debian_entry(&vm.base_release)),
+    ] {
+        assert!(
+            grub_cfg.contains(&want),
+            "{want} not in grub.cfg:\n{grub_cfg}"
+        );
+    }
+    let next_entry = |env: &str| {
+        env.lines()
+            .find_map(|l| l.strip_prefix("next_entry="))
+            .unwrap_or("")
+            .to_owned()
+    };
+    let env = on_vm(&rt, &vm, "grub-editenv /boot/grub/grubenv list");
+    assert_eq!(next_entry(&env), "", "the one-time entry is used up: {env}");
+
+    // Power cycle: GRUB boots the default, the known-good kernel.
+    let started = Instant::now();
+    let st = Command::new("sh")
+        .arg(vm.path("power-cycle.sh"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    vm.wait_up(&rt);
+    eprintln!(
+        "power cycle to SSH on the default kernel through GRUB: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(on_vm(&rt, &vm, "uname -r").trim(), vm.base_release);
+    assert_eq!(times_booted(&vm.base_release), 2);
+    assert_eq!(times_booted(&cand_release), 1);
+
+    // A candidate that panics at boot. Its initramfs's /init names an interpreter that does
+    // not exist: the kernel cannot run it, nor the init= program inside the initramfs, and
+    // panics. update-grub adds the initrd line to this release's entry only.
+    let initramfs = vm.path("initramfs");
+    std::fs::create_dir_all(&initramfs).unwrap();
+    std::fs::write(initramfs.join("init"), "#!/firstbad-no-such-interpreter\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            initramfs.join("init"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let mut cpio = Command::new("cpio")
+        .args(["--quiet", "-o", "-H", "newc", "-R", "0:0"])
+        .current_dir(&initramfs)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cpio runs (apt install cpio)");
+    cpio.stdin.take().unwrap().write_all(b"init\n").unwrap();
+    let out = cpio.wait_with_output().unwrap();
+    assert!(out.status.success(), "cpio");
+    rt.block_on(async {
+        let c = Conn::connect(&cfg.target, Duration::from_secs(10))
+            .await
+            .unwrap();
+        c.upload_bytes(
+            out.stdout,
+            &format!("/boot/initrd.img-{cand_release}"),
+            0o644,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    });
+    let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
+    let console = vm.path("grub-panic.log");
+    let started = Instant::now();
+    let f = match rt.block_on(host.boot(&cand, &cand_release, &console)) {
+        Err(Ok(f)) => f,
+        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
+        Ok(_) => panic!("a panicking kernel booted"),
+    };
+    eprintln!(
+        "grub-reboot into a panicking candidate: failed boot after {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        f.reason
+    );
+    assert!(f.reason.contains("Kernel panic"), "{}", f.reason);
+    assert!(f.reason.contains("power-cycled"), "{}", f.reason);
+    assert!(std::fs::read_to_string(&console)
+        .unwrap()
+        .contains("Kernel panic - not syncing"));
+    assert_eq!(vm.power_cycles(), 2);
+    assert_eq!(times_booted(&cand_release), 2, "GRUB booted it once more");
+    assert_eq!(times_booted(&vm.base_release), 3, "then the default");
+    assert_eq!(on_vm(&rt, &vm, "uname -r").trim(), vm.base_release);
+    let env = on_vm(&rt, &vm, "grub-editenv /boot/grub/grubenv list");
+    assert_eq!(next_entry(&env), "", "{env}");
+    eprintln!(
+        "grub-reboot test: {:.1} s",
+        test_started.elapsed().as_secs_f64()
+    );
 }
 
 /// The hunt drives an ssh host through the same path as a qemu one: `firstbad try` with a

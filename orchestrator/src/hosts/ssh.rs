@@ -467,18 +467,9 @@ impl SshHost {
                 "kexec -e".to_owned()
             }
             Install::GrubReboot { entry } => {
-                let boot_image = format!("/boot/vmlinuz-{release}");
                 candidate(
-                    conn.exec(
-                        &format!(
-                            "cp {} {} && update-grub && grub-reboot {}",
-                            shell_quote(remote_image),
-                            shell_quote(&boot_image),
-                            fill_placeholders(entry, &boot_image, release, initrd)
-                        ),
-                        d,
-                    )
-                    .await?,
+                    conn.exec(&grub_reboot_command(entry, remote_image, release), d)
+                        .await?,
                     "grub-reboot",
                 )?;
                 "reboot".to_owned()
@@ -504,6 +495,28 @@ impl SshHost {
         .await?;
         Ok(())
     }
+}
+
+/// The `install = "grub-reboot"` command: copy the image to `/boot/vmlinuz-<release>`, let
+/// the distribution's `update-grub` write its menu entry, and name that entry for the next
+/// boot only.
+///
+/// The entry is one argument of `grub-reboot`, quoted as a whole after `{release}` and
+/// `{image}` are put in: a title holds spaces and `>` (the submenu separator), which an
+/// unquoted shell word would split and redirect (`Advanced options … >Debian …` wrote a file
+/// named `Debian` before the lab VM test caught it).
+fn grub_reboot_command(entry: &str, remote_image: &str, release: &str) -> String {
+    let boot_image = format!("/boot/vmlinuz-{release}");
+    let entry = entry
+        .replace("{release}", release)
+        .replace("{image}", &boot_image)
+        .replace("{initrd}", "");
+    format!(
+        "cp {} {} && update-grub && grub-reboot {}",
+        shell_quote(remote_image),
+        shell_quote(&boot_image),
+        shell_quote(&entry)
+    )
 }
 
 /// An install step's failure: the candidate's (a command refused it) or the link's.
@@ -651,4 +664,52 @@ fn random_token() -> String {
     (0..32)
         .map(|_| format!("{:x}", rng.gen::<u8>() & 0xf))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented Debian entry reaches `grub-reboot` as one argument, through a real shell.
+    #[test]
+    fn the_grub_entry_is_one_argument_of_grub_reboot() {
+        use std::os::unix::fs::PermissionsExt;
+        let cmd = grub_reboot_command(
+            "Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux {release}",
+            "/var/tmp/first bad's dir/vmlinuz-6.1.192-fbabc",
+            "6.1.192-fbabc",
+        );
+        // Stand-ins for the three tools, first on $PATH: they print what they were given.
+        let bin = tempfile::tempdir().expect("a temp dir");
+        for (tool, body) in [
+            ("cp", r#"printf 'cp %s|%s\n' "$1" "$2""#),
+            ("update-grub", "true"),
+            ("grub-reboot", r#"printf '%s args: %s\n' "$#" "$1""#),
+        ] {
+            let p = bin.path().join(tool);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("writable");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let cwd = tempfile::tempdir().expect("a temp dir");
+        let path = format!(
+            "{}:{}",
+            bin.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .env("PATH", path)
+            .current_dir(cwd.path())
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "cp /var/tmp/first bad's dir/vmlinuz-6.1.192-fbabc|/boot/vmlinuz-6.1.192-fbabc\n\
+             1 args: Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.192-fbabc\n"
+        );
+        // No `>` redirection happened: the working directory is still empty.
+        assert_eq!(std::fs::read_dir(cwd.path()).expect("readable").count(), 0);
+    }
 }
