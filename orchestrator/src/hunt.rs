@@ -552,7 +552,13 @@ pub async fn run_with(
             decided = true;
         }
         if !decided {
-            ctx.measure_boots(&mut state, &to_boot).await?;
+            // Fewer commits to test than hosts (near the end, or after skips): the idle hosts
+            // boot the same commits again, so their sequential tests finish in fewer rounds.
+            let mut batch = to_boot.clone();
+            for extra in to_boot.iter().cycle().take(k.saturating_sub(to_boot.len())) {
+                batch.push(extra.clone());
+            }
+            ctx.measure_boots(&mut state, &batch).await?;
         }
     };
     // The posterior phase: git bisect's answer rests on hard verdicts, each wrong with
