@@ -826,12 +826,41 @@ pub const FULL_REPLICATES: usize = 1000;
 /// Replicates per cell of the quick run.
 pub const QUICK_REPLICATES: usize = 100;
 
-/// Runs every strategy on every cell of the quick or full run; `progress` sees each result as
-/// it completes (cells in order, strategies in [`Strategy::ALL`] order).
+/// Which cells and strategies of a run to compute; an empty list lets everything through.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Candidate counts N to keep.
+    pub n: Vec<usize>,
+    /// Effects Δ/σ to keep.
+    pub d: Vec<f64>,
+    /// Noise kinds to keep, by [`Noise::name`].
+    pub noise: Vec<String>,
+    /// History shapes to keep, by [`Shape::name`].
+    pub shape: Vec<String>,
+    /// Strategies to keep, by [`Strategy::name`].
+    pub strategy: Vec<String>,
+}
+
+impl Filter {
+    fn keeps(&self, cell: &Cell, s: Strategy) -> bool {
+        fn any<T>(v: &[T], ok: impl Fn(&T) -> bool) -> bool {
+            v.is_empty() || v.iter().any(ok)
+        }
+        any(&self.n, |&n| n == cell.n)
+            && any(&self.d, |&d| d == cell.d)
+            && any(&self.noise, |x| x == cell.noise.name())
+            && any(&self.shape, |x| x == cell.shape.name())
+            && any(&self.strategy, |x| x == s.name())
+    }
+}
+
+/// Runs every strategy on every cell of the quick or full run that `filter` keeps; `progress`
+/// sees each result as it completes (cells in order, strategies in [`Strategy::ALL`] order).
 pub fn table(
     full: bool,
     replicates: Option<usize>,
     seed: u64,
+    filter: &Filter,
     mut progress: impl FnMut(&CellResult),
 ) -> Vec<CellResult> {
     let reps = replicates.unwrap_or(if full {
@@ -842,6 +871,9 @@ pub fn table(
     let mut out = Vec::new();
     for cell in cells(full) {
         for s in Strategy::ALL {
+            if !filter.keeps(&cell, s) {
+                continue;
+            }
             let r = run_cell(s, &cell, reps, seed);
             progress(&r);
             out.push(r);
