@@ -36,8 +36,8 @@
 
 use crate::config::Direction;
 use crate::posterior::{
-    best_class, commit_evidence, dag_confidence, dag_posterior, most_informative, Posterior,
-    Standing,
+    commit_evidence, dag_confidence, dag_posterior, refine_budget, refine_step, Candidate,
+    Posterior, RefineRule, RefineStep, Standing,
 };
 use crate::sequential::{
     self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig,
@@ -323,8 +323,8 @@ fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<Model> {
 }
 
 /// `firstbad run`'s strategy on a linear history (see [`Strategy::FirstbadRun`]), with the
-/// hunt's defaults: max_boots 30, max_failed_boots 2, drift check every 4 verdicts, at most 60
-/// boots in the posterior phase, 3 pairs.
+/// hunt's defaults: max_boots 30, max_failed_boots 2, drift check every 4 verdicts, a posterior
+/// phase of [`crate::posterior::refine_step`]s with 60 boots per bit of the range, 3 pairs.
 fn firstbad_run(w: &mut World) -> Outcome {
     let cfg = SequentialConfig {
         min_effect: 0.02,
@@ -340,17 +340,23 @@ fn firstbad_run(w: &mut World) -> Outcome {
     let Some(model) = baselines(w, &cfg) else {
         return NOTHING;
     };
-    // Values of world commits 0..=n gathered after the baselines.
+    // Values of world commits 0..=n gathered after the baselines (the hunt leaves the bad
+    // endpoint's baseline boots out of the evidence too), and failed boots per commit.
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); n + 1];
-    let boot = |w: &mut World, values: &mut Vec<Vec<f64>>, i: usize| -> bool {
-        match w.boot(i) {
+    let mut failures = vec![0usize; n + 1];
+    let boot =
+        |w: &mut World, values: &mut Vec<Vec<f64>>, failures: &mut Vec<usize>, i: usize| match w
+            .boot(i)
+        {
             Some(v) => {
                 values[i].push(v);
                 true
             }
-            None => false,
-        }
-    };
+            None => {
+                failures[i] += 1;
+                false
+            }
+        };
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped = vec![false; n + 1];
     let mut verdicts = 0usize;
@@ -372,7 +378,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             if failed >= MAX_FAILED {
                 break Call::Undecided;
             }
-            if !boot(w, &mut values, m) {
+            if !boot(w, &mut values, &mut failures, m) {
                 failed += 1;
             }
         };
@@ -383,47 +389,64 @@ fn firstbad_run(w: &mut World) -> Outcome {
         }
         verdicts += 1;
         if verdicts.is_multiple_of(DRIFT_EVERY) {
-            boot(w, &mut values, 0);
+            boot(w, &mut values, &mut failures, 0);
             if sequential::drift(&model, &values[0]).is_some_and(|d| d.drifted) {
                 return NOTHING; // the hunt pauses for a person
             }
         }
     }
-    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t.
-    let gather = |values: &[Vec<f64>]| {
+    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t. Rows are
+    // kept: at N = 16384 rebuilding them every boot dominated the run time.
+    let mut rows: Vec<Option<Vec<bool>>> = vec![None; n + 1];
+    let mut gather = |values: &[Vec<f64>]| {
         let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
         for (t, v) in values.iter().enumerate().skip(1) {
             if let Some(e) = commit_evidence(&model, v) {
-                tested.push(t);
-                under.push((0..n).map(|h| h < t).collect::<Vec<bool>>());
+                tested.push(t - 1);
+                under.push(
+                    rows[t]
+                        .get_or_insert_with(|| (0..n).map(|h| h < t).collect())
+                        .clone(),
+                );
                 evidence.push(e);
             }
         }
         (tested, under, evidence)
     };
-    // The posterior phase: until one commit alone reaches the confidence (or the budget is
-    // spent), boot an untested commit inside the most probable class when it holds several
-    // (the tests cannot yet tell them apart), otherwise the tested commit in most doubt.
+    // The posterior phase, as the hunt's `refine`: the same pure step on the same evidence.
+    let rule = RefineRule {
+        confidence: CONFIDENCE,
+        budget: refine_budget(REFINE_BOOTS, n),
+        split: true,
+        n_baseline: model.n_baseline,
+    };
     let mut spent = 0;
     let c = loop {
         let (tested, under, evidence) = gather(&values);
         let (p, _) = dag_posterior(n, &under, &evidence);
-        let (class, mass) = best_class(&p, &under).expect("a range has a candidate");
-        // On a line a class is a run of commits ending at a tested one (or at the bad end).
-        let last = *class.last().expect("a class has a member") + 1;
-        if spent >= REFINE_BOOTS || (mass >= CONFIDENCE && class.len() == 1) {
-            break last;
-        }
-        let probe = if class.len() > 1 {
-            class[class.len() / 2] + 1
-        } else {
-            match most_informative(&p, &under) {
-                Some(t) => tested[t],
-                None => break last,
-            }
+        // On a line, P(commit h + 1 bad) is the mass of the hypotheses at or before h.
+        let prefix: Vec<f64> = p
+            .iter()
+            .scan(0.0, |acc, x| {
+                *acc += x;
+                Some(*acc)
+            })
+            .collect();
+        let candidate = |h: usize| Candidate {
+            usable: !values[h + 1].is_empty() || failures[h + 1] < MAX_FAILED,
+            built: w.built[h + 1],
+            boots: values[h + 1]
+                .iter()
+                .filter(|&&v| model.admit(v).is_some())
+                .count(),
         };
-        boot(w, &mut values, probe);
-        spent += 1;
+        match refine_step(&p, &tested, &under, spent, &rule, candidate, |h| prefix[h]) {
+            RefineStep::Stop { answer, .. } => break answer + 1,
+            RefineStep::Boot(h) => {
+                boot(w, &mut values, &mut failures, h + 1);
+                spent += 1;
+            }
+        }
     };
     // The final re-test: culprit and parent in interleaved pairs.
     let p = c - 1;
@@ -436,7 +459,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
         for i in first {
             let before = if i == c { c0 } else { p0 };
             if values[i].len() - before < PAIRS {
-                boot(w, &mut values, i);
+                boot(w, &mut values, &mut failures, i);
             }
         }
     }
