@@ -411,7 +411,8 @@ pub const REFINE_MIN_CLASS: f64 = 0.001;
 
 /// Untested members of one class weighed as the next boot, evenly spaced (a class of 8192
 /// untested commits after a wrong early verdict would otherwise mean 8192 ancestry walks per
-/// boot in a real hunt; 16 spaced members find a split within 1/16 of the class's mass).
+/// boot in a real hunt; 16 spaced members find a split within 1/16 of the class's mass). Even,
+/// for [`spread`] to pick the same members in the hunt's order and the sim's.
 pub const REFINE_SPREAD: usize = 16;
 
 /// Every class of hypotheses the tests cannot tell apart (the same pattern over the tested
@@ -432,7 +433,9 @@ pub fn classes(p: &[f64], bad_under: &[Vec<bool>]) -> Vec<(Vec<usize>, f64)> {
     out
 }
 
-/// At most `k` of `members`, evenly spaced, first and last included when `k` ≥ 2.
+/// At most `k` of `members`, evenly spaced, first and last included when `k` ≥ 2; for an even
+/// `k` symmetric, so a caller listing the members newest first (the hunt) gets the same ones
+/// as one listing them oldest first (the sim).
 pub fn spread(members: &[usize], k: usize) -> Vec<usize> {
     let n = members.len();
     if n <= k {
@@ -441,7 +444,16 @@ pub fn spread(members: &[usize], k: usize) -> Vec<usize> {
     if k <= 1 {
         return members.get(n / 2).into_iter().copied().collect();
     }
-    (0..k).map(|i| members[i * (n - 1) / (k - 1)]).collect()
+    let step = |i: usize| i * (n - 1) / (k - 1);
+    (0..k)
+        .map(|i| {
+            if 2 * i < k {
+                members[step(i)]
+            } else {
+                members[n - 1 - step(k - 1 - i)]
+            }
+        })
+        .collect()
 }
 
 /// Boots the posterior phase may spend on a range of `n` candidates: `per_bit` for each bit of
@@ -491,7 +503,8 @@ pub struct RefineRule {
 pub enum RefineStep {
     /// Boot this hypothesis's commit once more (or for the first time).
     Boot(usize),
-    /// Done: the answer (the tested member of the most probable class, or its first member),
+    /// Done: the answer (the tested member of the most probable class, or else its first
+    /// member in the caller's order: the hunt lists hypotheses newest first),
     /// the class's probability, and whether it reached the confidence.
     Stop {
         /// The hypothesis named.
@@ -808,6 +821,15 @@ mod tests {
         assert!((c[1].1 - 0.5).abs() < 1e-12);
         assert_eq!(spread(&[1, 2, 3, 4, 5, 6, 7, 8, 9], 3), vec![1, 5, 9]);
         assert_eq!(spread(&[4, 7], 16), vec![4, 7]);
+        // The same members in either order: 0..10 picking 4 gives 0, 3, 6, 9 both ways.
+        let up: Vec<usize> = (0..10).collect();
+        let down: Vec<usize> = (0..10).rev().collect();
+        let mut a = spread(&up, 4);
+        let mut b = spread(&down, 4);
+        assert_eq!(a, vec![0, 3, 6, 9]);
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
         assert_eq!(spread(&[4, 7, 9], 1), vec![7]);
     }
 

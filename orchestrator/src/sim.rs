@@ -441,6 +441,10 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 .count(),
         };
         match refine_step(&p, &tested, &under, spent, &rule, candidate, |h| prefix[h]) {
+            // A class without a tested member is, on a line, the last one (the bad endpoint's
+            // baseline boots are not evidence): the hunt, listing hypotheses newest first,
+            // names its newest member, the bad endpoint.
+            RefineStep::Stop { answer, .. } if !tested.contains(&answer) => break n,
             RefineStep::Stop { answer, .. } => break answer + 1,
             RefineStep::Boot(h) => {
                 boot(w, &mut values, &mut failures, h + 1);
