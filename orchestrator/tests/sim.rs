@@ -53,7 +53,7 @@ fn the_strategy_of_firstbad_run_finds_the_culprit_and_states_an_honest_confidenc
     let c = cell(Noise::Normal, Shape::OneCulprit);
     let run = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
     let fb = run_cell(Strategy::Firstbad, &c, REPS, SEED);
-    // 94% here (claimed 96.2%, observed 95.9%), 95.5% in docs/simulation.md's 200 replicates,
+    // 94% here (claimed 96.1%, observed 95.9%), 95.5% in docs/simulation.md's 200 replicates,
     // where the posterior search is right 92.5%. Before the posterior phase chose its boots
     // over the whole range with shared centres (commit 150f2ce) it was 85% here and 88% there;
     // without the posterior phase, 74%.
