@@ -959,10 +959,14 @@ mod tests {
             noise: Noise::Outliers,
             shape: Shape::OneCulprit,
         };
-        let (a, wa) = run_one(Strategy::Firstbad, &cell, 42);
-        let (b, wb) = run_one(Strategy::Firstbad, &cell, 42);
-        assert_eq!(a, b);
-        assert_eq!((wa.boots, wa.builds), (wb.boots, wb.builds));
+        // firstbad-run too: its posterior phase derives every choice from the boots so far,
+        // as a resumed hunt must.
+        for s in [Strategy::Firstbad, Strategy::FirstbadRun] {
+            let (a, wa) = run_one(s, &cell, 42);
+            let (b, wb) = run_one(s, &cell, 42);
+            assert_eq!(a, b);
+            assert_eq!((wa.boots, wa.builds), (wb.boots, wb.builds));
+        }
     }
 
     #[test]
@@ -980,5 +984,25 @@ mod tests {
             let floor = if s == Strategy::Pinpoint { 0.9 } else { 1.0 };
             assert!(r.accuracy >= floor, "{s:?}: {r:?}");
         }
+    }
+    #[test]
+    fn a_filter_keeps_only_the_cells_and_strategies_named() {
+        let f = Filter {
+            n: vec![1024],
+            d: vec![1.0, 2.0],
+            strategy: vec!["firstbad-run".into()],
+            ..Filter::default()
+        };
+        let kept: Vec<(Cell, Strategy)> = cells(true)
+            .into_iter()
+            .flat_map(|c| Strategy::ALL.map(|s| (c, s)))
+            .filter(|(c, s)| f.keeps(c, *s))
+            .collect();
+        // Five noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and 2.
+        assert_eq!(kept.len(), 10 + 1 + 2);
+        assert!(kept
+            .iter()
+            .all(|(c, s)| c.n == 1024 && c.d >= 1.0 && *s == Strategy::FirstbadRun));
+        assert!(Filter::default().keeps(&cells(false)[0], Strategy::Pinpoint));
     }
 }
