@@ -16,7 +16,8 @@ use crate::journal::{
     Verdict,
 };
 use crate::posterior::{
-    best_class, commit_evidence, dag_confidence, dag_posterior, most_informative,
+    commit_evidence, dag_confidence, dag_posterior, refine_budget, refine_step, Candidate,
+    RefineRule, RefineStep,
 };
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
@@ -772,6 +773,18 @@ fn first_parent(history: &History, commit: &str) -> Result<Option<String>, HuntE
         .find_commit(oid)
         .map_err(|e| HuntError::Infrastructure(format!("reading {}: {e}", short(commit))))?;
     Ok(c.parent_ids().next().map(|p| p.to_string()))
+}
+
+/// The boots of `id` that are evidence about the culprit: all of them but the bad endpoint's
+/// (node 0's) baseline boots in baselines mode, which the model's bad centre already stands
+/// for: counted again, they would make the posterior's shared bad centre look twice as sure.
+fn evidence_values(cfg: &HuntConfig, state: &HuntState, dag: &Dag, id: &str) -> Vec<f64> {
+    let mut values = state.values(id);
+    if matches!(cfg.classify.mode, ClassifyMode::Baselines) && dag.nodes()[0].id == id {
+        let n = state.baseline_boots.unwrap_or(0).min(values.len());
+        values.drain(..n);
+    }
+    values
 }
 
 /// Which candidate hypotheses make a commit bad: itself and its ancestors in the range.
@@ -1640,10 +1653,12 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// The posterior phase after the bisection: until one commit alone holds `confidence` of
-    /// the posterior (or `refine_boots` boots are spent), boots an untested commit inside the
-    /// most probable class when it holds several, otherwise the tested commit in most doubt.
-    /// Returns the most probable culprit, or `end` unchanged when nothing was tested.
+    /// The posterior phase after the bisection: [`refine_step`] on every boot of the hunt,
+    /// until one commit alone holds `confidence` of the posterior or `refine_boots` boots per
+    /// bit of the range are spent; each step boots the commit, tested or not, whose boot tells
+    /// the most about the culprit. Every choice derives from the journalled boots, so a resumed
+    /// hunt takes the same steps. Returns the most probable culprit, or `end` unchanged when
+    /// nothing was tested.
     async fn refine(
         &mut self,
         state: &mut HuntState,
@@ -1653,19 +1668,25 @@ impl Ctx<'_> {
         end: HuntEnd,
     ) -> Result<HuntEnd, HuntError> {
         let c = &self.cfg.classify;
-        // With paths, commits that do not touch them share a class with one that does and are
-        // not candidates for git either: a class is then answered by its tested member.
-        let split = self.cfg.paths.is_empty();
+        let rule = RefineRule {
+            confidence: c.confidence,
+            budget: refine_budget(c.refine_boots as usize, hypotheses.len()),
+            // With paths, commits that do not touch them share a class with one that does and
+            // are not candidates for git either: a class is then answered by its tested member.
+            split: self.cfg.paths.is_empty(),
+            n_baseline: model.n_baseline,
+        };
         let mut rows: HashMap<usize, Vec<bool>> = HashMap::new();
         loop {
             let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
-            for &t in hypotheses {
-                if let Some(e) = commit_evidence(model, &state.values(&dag.nodes()[t].id)) {
+            for (h, &t) in hypotheses.iter().enumerate() {
+                let values = evidence_values(self.cfg, state, dag, &dag.nodes()[t].id);
+                if let Some(e) = commit_evidence(model, &values) {
                     let row = rows
                         .entry(t)
                         .or_insert_with(|| bad_under(dag, hypotheses, t))
                         .clone();
-                    tested.push(t);
+                    tested.push(h);
                     under.push(row);
                     evidence.push(e);
                 }
@@ -1674,52 +1695,46 @@ impl Ctx<'_> {
                 return Ok(end);
             }
             let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence);
-            let (class, mass) = best_class(&p, &under).expect("a range has a candidate");
-            let answer = class
-                .iter()
-                .copied()
-                .find(|&h| tested.contains(&hypotheses[h]))
-                .unwrap_or(class[0]);
-            let found = HuntEnd::Found {
-                commit: dag.nodes()[hypotheses[answer]].id.clone(),
-            };
-            // Commits that cannot give evidence: they do not build, or keep failing to boot.
-            let usable = |state: &HuntState, id: &str| {
-                !matches!(state.builds.get(id), Some(BuildOutcome::Failed { .. }))
-                    && state.failures(id).len() < c.max_failed_boots as usize
-            };
-            let untested: Vec<usize> = class
-                .iter()
-                .map(|&h| hypotheses[h])
-                .filter(|i| !tested.contains(i) && usable(state, &dag.nodes()[*i].id))
-                .collect();
-            let settled = mass >= c.confidence && (class.len() == 1 || !split);
-            if settled || state.boots_since_verdict >= c.refine_boots as usize {
-                tracing::info!(
-                    "posterior: {} at {:.1}% ({} boots in this phase)",
-                    short(&dag.nodes()[hypotheses[answer]].id),
-                    mass * 100.0,
-                    state.boots_since_verdict
-                );
-                return Ok(found);
-            }
-            let probe = if split && !untested.is_empty() {
-                untested[untested.len() / 2]
-            } else {
-                let doubt: Vec<usize> = (0..tested.len())
-                    .filter(|&i| usable(state, &dag.nodes()[tested[i]].id))
-                    .collect();
-                let rows: Vec<Vec<bool>> = doubt.iter().map(|&i| under[i].clone()).collect();
-                match most_informative(&p, &rows) {
-                    Some(i) => tested[doubt[i]],
-                    None => return Ok(found),
+            let candidate = |h: usize| {
+                let id = &dag.nodes()[hypotheses[h]].id;
+                let values = evidence_values(self.cfg, state, dag, id);
+                Candidate {
+                    // Commits that cannot give evidence: they do not build, or keep failing to
+                    // boot without ever giving a value.
+                    usable: !matches!(state.builds.get(id), Some(BuildOutcome::Failed { .. }))
+                        && (!values.is_empty()
+                            || state.failures(id).len() < c.max_failed_boots as usize),
+                    built: matches!(state.builds.get(id), Some(BuildOutcome::Built { .. })),
+                    boots: values.iter().filter(|&&v| model.admit(v).is_some()).count(),
                 }
+            };
+            // P(an untested commit is bad): the mass of the hypotheses it descends from.
+            let bad_mass = |h: usize| {
+                let row = bad_under(dag, hypotheses, hypotheses[h]);
+                p.iter().zip(&row).filter(|(_, &b)| b).map(|(x, _)| x).sum()
+            };
+            let spent = state.boots_since_verdict;
+            let probe = match refine_step(&p, &tested, &under, spent, &rule, candidate, bad_mass) {
+                RefineStep::Stop {
+                    answer,
+                    mass,
+                    settled,
+                } => {
+                    let id = &dag.nodes()[hypotheses[answer]].id;
+                    tracing::info!(
+                        "posterior: {} at {:.1}% ({spent} boots in this phase{})",
+                        short(id),
+                        mass * 100.0,
+                        if settled { "" } else { ", stopped short" }
+                    );
+                    return Ok(HuntEnd::Found { commit: id.clone() });
+                }
+                RefineStep::Boot(h) => hypotheses[h],
             };
             let id = dag.nodes()[probe].id.clone();
             tracing::info!(
-                "posterior: best {} at {:.1}%; booting {} again",
-                short(&dag.nodes()[hypotheses[answer]].id),
-                mass * 100.0,
+                "posterior: {spent} of {} boots in this phase; booting {}",
+                rule.budget,
                 short(&id)
             );
             if let BuildOutcome::Failed { .. } = self.ensure_built(state, &id).await? {
@@ -1824,7 +1839,8 @@ impl Ctx<'_> {
             let claimed = hypotheses.iter().position(|&h| h == claimed)?;
             let (mut under, mut evidence) = (Vec::new(), Vec::new());
             for &t in hypotheses {
-                if let Some(e) = commit_evidence(m, &state.values(&dag.nodes()[t].id)) {
+                let values = evidence_values(self.cfg, state, dag, &dag.nodes()[t].id);
+                if let Some(e) = commit_evidence(m, &values) {
                     under.push(bad_under(dag, hypotheses, t));
                     evidence.push(e);
                 }

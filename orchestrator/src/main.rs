@@ -93,6 +93,21 @@ enum Command {
         /// Seed of all random draws: the same seed gives the same table.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`.
+        #[arg(long, value_delimiter = ',')]
+        n: Vec<usize>,
+        /// Only these effects Δ/σ, e.g. `--d 1,2`.
+        #[arg(long, value_delimiter = ',')]
+        d: Vec<f64>,
+        /// Only these noise kinds: normal, lognormal, outliers, drift, failed.
+        #[arg(long, value_delimiter = ',')]
+        noise: Vec<String>,
+        /// Only these history shapes: one, none, two.
+        #[arg(long, value_delimiter = ',')]
+        shape: Vec<String>,
+        /// Only these strategies, e.g. `--strategy firstbad,firstbad-run`.
+        #[arg(long, value_delimiter = ',')]
+        strategy: Vec<String>,
     },
 }
 
@@ -327,8 +342,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             full,
             replicates,
             seed,
+            n,
+            d,
+            noise,
+            shape,
+            strategy,
         } => {
-            let rows = firstbad::sim::table(full, replicates, seed, |r| {
+            let filter = firstbad::sim::Filter {
+                n,
+                d,
+                noise,
+                shape,
+                strategy,
+            };
+            let rows = firstbad::sim::table(full, replicates, seed, &filter, |r| {
                 eprint!(
                     "{}",
                     firstbad::sim::markdown(std::slice::from_ref(r))

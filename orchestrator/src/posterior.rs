@@ -268,47 +268,81 @@ impl Posterior {
     }
 }
 
-/// A tested commit's evidence at the levels good, half-way and bad (see [`NONE_LEVELS`]),
-/// relative to good: the log-likelihood of the mean of its admitted boots, with the
-/// uncertainty of the baseline centres (so that many boots of one commit cannot prove more
-/// than the baselines allow). `None` when no boot was admitted.
-pub fn commit_evidence(model: &Model, values: &[f64]) -> Option<[f64; 3]> {
+/// What a tested commit's boots say, for [`dag_posterior`]: the mean of its admitted boots and
+/// the centres it is judged against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Evidence {
+    /// Admitted boots.
+    pub k: usize,
+    /// Their mean's distance above the good centre, in σ.
+    pub above_good: f64,
+    /// The bad centre's distance above the good one, in σ (Δ/σ).
+    pub effect: f64,
+    /// Boots behind each centre ([`Model::n_baseline`]).
+    pub n_baseline: f64,
+}
+
+/// A tested commit's [`Evidence`]: the mean of its admitted boots ([`Model::admit`]). `None`
+/// when no boot was admitted.
+pub fn commit_evidence(model: &Model, values: &[f64]) -> Option<Evidence> {
     let kept: Vec<f64> = values.iter().filter_map(|&v| model.admit(v)).collect();
     if kept.is_empty() {
         return None;
     }
     let mean = kept.iter().sum::<f64>() / kept.len() as f64;
-    Some(model.mean_loglik(mean, kept.len(), NONE_LEVELS))
+    Some(Evidence {
+        k: kept.len(),
+        above_good: (mean - model.good) / model.sigma,
+        effect: (model.bad - model.good) / model.sigma,
+        n_baseline: model.n_baseline.max(1.0),
+    })
 }
 
 /// The posterior over the culprits of a DAG range: one probability per hypothesis, then NONE.
 ///
 /// Pure. Hypothesis `h` (one per candidate, flat prior) says `h` and its descendants are bad and
 /// everything else good; `bad_under[t][h]` says whether tested commit `t` is bad under `h` (it
-/// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. NONE ("no
-/// single culprit", prior [`NONE_PRIOR`]) puts each tested commit at its own level.
-pub fn dag_posterior(n: usize, bad_under: &[Vec<bool>], evidence: &[[f64; 3]]) -> (Vec<f64>, f64) {
+/// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. The
+/// likelihood is [`Posterior`]'s: the commits good under `h` share the good centre and the
+/// others the bad one, each centre known only to σ/√n_baseline, integrated out exactly. So a
+/// commit tested good sharpens the good centre for its neighbours. (Judging each commit alone
+/// against the baselines, as before, let evidence saturate: in `firstbad sim` 10% of
+/// `firstbad run`'s hunts at Δ/σ = 1 then spent hundreds of boots between two neighbours and
+/// stated 40% where they were right 60% of the time.) NONE ("no single culprit", prior
+/// [`NONE_PRIOR`]) puts each tested commit at its own level of [`NONE_LEVELS`].
+pub fn dag_posterior(n: usize, bad_under: &[Vec<bool>], evidence: &[Evidence]) -> (Vec<f64>, f64) {
     assert_eq!(
         bad_under.len(),
         evidence.len(),
         "one evidence per tested commit"
     );
+    let nb = evidence.first().map_or(1.0, |e| e.n_baseline);
     let prior = ((1.0 - NONE_PRIOR) / n as f64).ln();
     let log_h: Vec<f64> = (0..n)
         .map(|h| {
-            prior
-                + bad_under
-                    .iter()
-                    .zip(evidence)
-                    .map(|(b, e)| if b[h] { e[2] } else { e[0] })
-                    .sum::<f64>()
+            let (mut good, mut bad) = (Side::default(), Side::default());
+            for (b, e) in bad_under.iter().zip(evidence) {
+                if b[h] {
+                    bad.add(e.k as f64, e.above_good - e.effect);
+                } else {
+                    good.add(e.k as f64, e.above_good);
+                }
+            }
+            prior + good.log_density(nb) + bad.log_density(nb)
         })
         .collect();
     let ln_levels = (NONE_LEVELS.len() as f64).ln();
     let log_none = NONE_PRIOR.ln()
         + evidence
             .iter()
-            .map(|e| logsumexp(e.iter().copied()) - ln_levels)
+            .map(|e| {
+                let v = 1.0 / e.k as f64 + 1.0 / nb;
+                logsumexp(
+                    NONE_LEVELS
+                        .iter()
+                        .map(|lev| -0.5 * ((e.above_good - lev * e.effect).powi(2) / v + v.ln())),
+                ) - ln_levels
+            })
             .sum::<f64>();
     let z = logsumexp(log_h.iter().copied().chain(std::iter::once(log_none)));
     (
@@ -321,7 +355,7 @@ pub fn dag_posterior(n: usize, bad_under: &[Vec<bool>], evidence: &[[f64; 3]]) -
 /// apart from it (the same pattern over the tested commits: with path-limited ranges the
 /// commits that do not touch the paths sit in the class of the first one below them that does,
 /// which is what `git bisect start -- <paths>` reports as well). See [`dag_posterior`].
-pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[[f64; 3]], claimed: usize) -> f64 {
+pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[Evidence], claimed: usize) -> f64 {
     let n = bad_under.first().map_or(0, Vec::len);
     assert!(claimed < n, "the claimed culprit is a hypothesis");
     let (p, _) = dag_posterior(n, bad_under, evidence);
@@ -364,6 +398,216 @@ pub fn best_class(p: &[f64], bad_under: &[Vec<bool>]) -> Option<(Vec<usize>, f64
         .collect();
     let mass = members.iter().map(|&h| p[h]).sum();
     Some((members, mass))
+}
+
+/// Build cost of a commit not built yet, in boots, for the posterior phase's choice (as for
+/// [`Posterior::choose`]): an incremental kernel build takes about as long as a boot and run.
+pub const REFINE_BUILD_COST: f64 = 1.0;
+
+/// Classes holding less of the posterior than this are not split by booting an untested
+/// member: a boot there moves at most this much probability. Their tested boundaries stay
+/// candidates, so evidence against a hard verdict can still move the mass there.
+pub const REFINE_MIN_CLASS: f64 = 0.001;
+
+/// Untested members of one class weighed as the next boot, evenly spaced (a class of 8192
+/// untested commits after a wrong early verdict would otherwise mean 8192 ancestry walks per
+/// boot in a real hunt; 16 spaced members find a split within 1/16 of the class's mass). Even,
+/// for [`spread`] to pick the same members in the hunt's order and the sim's.
+pub const REFINE_SPREAD: usize = 16;
+
+/// Every class of hypotheses the tests cannot tell apart (the same pattern over the tested
+/// commits, see [`dag_confidence`]): its members in hypothesis order and its probability, in
+/// the order of their first members.
+pub fn classes(p: &[f64], bad_under: &[Vec<bool>]) -> Vec<(Vec<usize>, f64)> {
+    let mut index: std::collections::HashMap<Vec<bool>, usize> = Default::default();
+    let mut out: Vec<(Vec<usize>, f64)> = Vec::new();
+    for (h, &ph) in p.iter().enumerate() {
+        let key: Vec<bool> = bad_under.iter().map(|b| b[h]).collect();
+        let at = *index.entry(key).or_insert_with(|| {
+            out.push((Vec::new(), 0.0));
+            out.len() - 1
+        });
+        out[at].0.push(h);
+        out[at].1 += ph;
+    }
+    out
+}
+
+/// At most `k` of `members`, evenly spaced, first and last included when `k` ≥ 2; for an even
+/// `k` symmetric, so a caller listing the members newest first (the hunt) gets the same ones
+/// as one listing them oldest first (the sim).
+pub fn spread(members: &[usize], k: usize) -> Vec<usize> {
+    let n = members.len();
+    if n <= k {
+        return members.to_vec();
+    }
+    if k <= 1 {
+        return members.get(n / 2).into_iter().copied().collect();
+    }
+    let step = |i: usize| i * (n - 1) / (k - 1);
+    (0..k)
+        .map(|i| {
+            if 2 * i < k {
+                members[step(i)]
+            } else {
+                members[n - 1 - step(k - 1 - i)]
+            }
+        })
+        .collect()
+}
+
+/// Boots the posterior phase may spend on a range of `n` candidates: `per_bit` for each bit of
+/// the range (⌈log2(n + 1)⌉), like the posterior search's budget. A verdict that went the wrong
+/// way early on leaves that many halvings to redo, each needing its own boots; a fixed budget
+/// (60 before) ran out in 38 of the 42 wrong answers at N = 16384, Δ/σ = 1 in `firstbad sim`.
+pub fn refine_budget(per_bit: usize, n: usize) -> usize {
+    per_bit * (usize::BITS - n.leading_zeros()).max(1) as usize
+}
+
+/// How much one more boot of a commit with `k` admitted boots adds to what its mean says,
+/// relative to its first boot, when the centres are known to `n_baseline` boots: the precision
+/// of its evidence is k·n/(k + n) ([`Model::mean_loglik`]), so the step from k to k + 1 adds
+/// n²/((k + n)(k + 1 + n)). A commit booted far beyond the baselines teaches little more.
+pub fn marginal_precision(k: usize, n_baseline: f64) -> f64 {
+    let (k, n) = (k as f64, n_baseline.max(1.0));
+    n * n / ((k + n) * (k + 1.0 + n))
+}
+
+/// What the posterior phase knows of one candidate commit, besides the posterior.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    /// It can give evidence: it builds, and it has booted or has not failed too often.
+    pub usable: bool,
+    /// It is built (a boot costs no build).
+    pub built: bool,
+    /// Its admitted boots so far.
+    pub boots: usize,
+}
+
+/// The posterior phase's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RefineRule {
+    /// Stop when one class holds this much of the posterior (0.95).
+    pub confidence: f64,
+    /// Stop after this many boots in the phase ([`refine_budget`]).
+    pub budget: usize,
+    /// Untested commits may be booted, and a class must be a single commit to stop (false
+    /// with path-limited ranges, where a class is answered by its tested member).
+    pub split: bool,
+    /// Boots behind the baseline centres ([`crate::sequential::Model::n_baseline`]).
+    pub n_baseline: f64,
+}
+
+/// One step of the posterior phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RefineStep {
+    /// Boot this hypothesis's commit once more (or for the first time).
+    Boot(usize),
+    /// Done: the answer (the tested member of the most probable class, or else its first
+    /// member in the caller's order: the hunt lists hypotheses newest first),
+    /// the class's probability, and whether it reached the confidence.
+    Stop {
+        /// The hypothesis named.
+        answer: usize,
+        /// The probability of its class.
+        mass: f64,
+        /// Whether the rule's confidence was reached (not the budget or a lack of candidates).
+        settled: bool,
+    },
+}
+
+/// The posterior phase's next move, from the posterior `p` (one probability per hypothesis,
+/// NONE left out), the tested hypotheses `tested` with their rows `bad_under` (see
+/// [`dag_posterior`]) and the boots `spent` so far in the phase.
+///
+/// Pure, so that `firstbad run` and `firstbad sim` take the same steps. Stops when the most
+/// probable class reaches the confidence (and is one commit when splitting), or the budget is
+/// spent. Otherwise weighs every usable tested commit and, when splitting, up to
+/// [`REFINE_SPREAD`] untested members of each class holding at least [`REFINE_MIN_CLASS`]:
+/// the boot with the most expected information per unit of cost, q(1 − q) (q = P(commit bad),
+/// from the row of a tested commit or `bad_mass` for an untested one) times
+/// [`marginal_precision`], over 1 boot plus [`REFINE_BUILD_COST`] when not built. Every
+/// hypothesis, not only the most probable class, so that a wrong hard verdict of the
+/// bisection is re-tested when the evidence around it disagrees. Ties go to the lower index.
+pub fn refine_step(
+    p: &[f64],
+    tested: &[usize],
+    bad_under: &[Vec<bool>],
+    spent: usize,
+    rule: &RefineRule,
+    candidate: impl Fn(usize) -> Candidate,
+    bad_mass: impl Fn(usize) -> f64,
+) -> RefineStep {
+    assert_eq!(tested.len(), bad_under.len(), "one row per tested commit");
+    let all = classes(p, bad_under);
+    let (best, mass) = all
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0[0].cmp(&a.0[0])))
+        .expect("a range has a candidate");
+    let answer = best
+        .iter()
+        .copied()
+        .find(|h| tested.contains(h))
+        .unwrap_or(best[0]);
+    let stop = |settled| RefineStep::Stop {
+        answer,
+        mass: *mass,
+        settled,
+    };
+    if *mass >= rule.confidence && (best.len() == 1 || !rule.split) {
+        return stop(true);
+    }
+    if spent >= rule.budget {
+        return stop(false);
+    }
+    let total: f64 = p.iter().sum();
+    let mut options: Vec<(usize, f64)> = tested
+        .iter()
+        .zip(bad_under)
+        .map(|(&h, row)| {
+            let q: f64 = p.iter().zip(row).filter(|(_, &b)| b).map(|(x, _)| x).sum();
+            (h, q)
+        })
+        .collect();
+    if rule.split {
+        for (members, m) in &all {
+            if *m < REFINE_MIN_CLASS {
+                continue;
+            }
+            let open: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|h| !tested.contains(h) && candidate(*h).usable)
+                .collect();
+            options.extend(
+                spread(&open, REFINE_SPREAD)
+                    .into_iter()
+                    .map(|h| (h, bad_mass(h))),
+            );
+        }
+    }
+    options.sort_by_key(|o| o.0);
+    let mut choice: Option<(f64, usize)> = None;
+    for (h, q) in options {
+        let c = candidate(h);
+        if !c.usable {
+            continue;
+        }
+        let q = (q / total).clamp(0.0, 1.0);
+        let cost = if c.built {
+            1.0
+        } else {
+            1.0 + REFINE_BUILD_COST
+        };
+        let value = q * (1.0 - q) * marginal_precision(c.boots, rule.n_baseline) / cost;
+        if choice.is_none_or(|(v, _)| value > v) {
+            choice = Some((value, h));
+        }
+    }
+    match choice {
+        Some((v, h)) if v > 0.0 => RefineStep::Boot(h),
+        _ => stop(false),
+    }
 }
 
 #[cfg(test)]
@@ -496,6 +740,212 @@ mod tests {
         assert!(
             best.len() == 1 && (1..=2).contains(&best[0]) && mass < 0.95,
             "{best:?} {mass}"
+        );
+    }
+
+    #[test]
+    fn the_dag_posterior_of_a_line_is_the_posterior_search_s() {
+        // The same boots through `Posterior` (linear, incremental) and `dag_posterior` (rows):
+        // the same likelihood, so the same probabilities, NONE included.
+        let m = model();
+        let n = 12;
+        let boots: [(usize, f64); 9] = [
+            (5, 36.0),
+            (5, 38.5),
+            (8, 44.0),
+            (2, 35.5),
+            (8, 41.0),
+            (6, 40.0),
+            (6, 43.5),
+            (11, 45.2),
+            (3, 37.0),
+        ];
+        let mut post = Posterior::new(n, m);
+        let mut values = vec![Vec::new(); n];
+        for &(i, v) in &boots {
+            post.observe(i, v);
+            values[i].push(v);
+        }
+        let (mut under, mut evidence) = (Vec::new(), Vec::new());
+        for (t, v) in values.iter().enumerate() {
+            if let Some(e) = commit_evidence(&m, v) {
+                under.push((0..n).map(|h| h <= t).collect::<Vec<bool>>());
+                evidence.push(e);
+            }
+        }
+        let (p, none) = dag_posterior(n, &under, &evidence);
+        let (q, q_none) = post.probabilities();
+        for (a, b) in p.iter().zip(&q) {
+            assert!((a - b).abs() < 1e-12, "{p:?} vs {q:?}");
+        }
+        assert!((none - q_none).abs() < 1e-12, "{none} vs {q_none}");
+    }
+
+    #[test]
+    fn two_commits_on_one_side_share_the_centre_s_error() {
+        // Reference: the bivariate normal density written out. Two tested commits, k1 = 2 and
+        // k2 = 3 boots, means 0.3σ and -0.2σ above good, centres known to 1/n_baseline = 1/4:
+        // both good under h = 2, covariance [[1/2 + 1/4, 1/4], [1/4, 1/3 + 1/4]]; under h = 1
+        // commit 0 is good and commit 1 bad (Δ/σ = 2), independent sides.
+        let ev = |k, above_good| Evidence {
+            k,
+            above_good,
+            effect: 2.0,
+            n_baseline: 4.0,
+        };
+        let evidence = [ev(2, 0.3), ev(3, -0.2)];
+        let under = vec![vec![true, false, false], vec![true, true, false]];
+        let (p, _) = dag_posterior(3, &under, &evidence);
+        let (a, b, d): (f64, f64, f64) = (0.5 + 0.25, 0.25, 1.0 / 3.0 + 0.25);
+        let det = a * d - b * b;
+        let (x, y) = (0.3, -0.2);
+        let quad = (d * x * x - 2.0 * b * x * y + a * y * y) / det;
+        let both_good = -0.5 * (quad + det.ln());
+        let alone = |v: f64, r: f64| -0.5 * (r * r / v + v.ln());
+        let split = alone(a, x) + alone(d, y - 2.0);
+        let want = both_good - split;
+        assert!(((p[2] / p[1]).ln() - want).abs() < 1e-12, "{p:?} {want}");
+    }
+
+    #[test]
+    fn classes_group_what_the_tests_cannot_tell_apart() {
+        // Line of 6, tested 1 and 3: classes {0, 1}, {2, 3}, {4, 5}.
+        let under = vec![
+            (0..6).map(|h| h <= 1).collect::<Vec<bool>>(),
+            (0..6).map(|h| h <= 3).collect(),
+        ];
+        let p = [0.1, 0.1, 0.2, 0.3, 0.2, 0.1];
+        let c = classes(&p, &under);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[1].0, vec![2, 3]);
+        assert!((c[1].1 - 0.5).abs() < 1e-12);
+        assert_eq!(spread(&[1, 2, 3, 4, 5, 6, 7, 8, 9], 3), vec![1, 5, 9]);
+        assert_eq!(spread(&[4, 7], 16), vec![4, 7]);
+        // The same members in either order: 0..10 picking 4 gives 0, 3, 6, 9 both ways.
+        let up: Vec<usize> = (0..10).collect();
+        let down: Vec<usize> = (0..10).rev().collect();
+        let mut a = spread(&up, 4);
+        let mut b = spread(&down, 4);
+        assert_eq!(a, vec![0, 3, 6, 9]);
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+        assert_eq!(spread(&[4, 7, 9], 1), vec![7]);
+    }
+
+    #[test]
+    fn the_refine_budget_and_a_boot_s_worth_follow_their_formulas() {
+        // 60 per bit: N = 64 has 7 bits (64 = 0b1000000), N = 16384 has 15.
+        assert_eq!(refine_budget(60, 64), 420);
+        assert_eq!(refine_budget(60, 16384), 900);
+        assert_eq!(refine_budget(60, 1), 60);
+        // n²/((k + n)(k + 1 + n)) at n = 16: k = 0 gives 16/17, k = 16 gives 256/(32·33).
+        assert!((marginal_precision(0, 16.0) - 16.0 / 17.0).abs() < 1e-12);
+        assert!((marginal_precision(16, 16.0) - 256.0 / 1056.0).abs() < 1e-12);
+    }
+
+    fn rule(budget: usize) -> RefineRule {
+        RefineRule {
+            confidence: 0.95,
+            budget,
+            split: true,
+            n_baseline: 8.0,
+        }
+    }
+
+    /// A line of `n` with the given tested commits and boots: rows, evidence, posterior.
+    fn line(n: usize, boots: &[(usize, &[f64])]) -> (Vec<usize>, Vec<Vec<bool>>, Vec<f64>) {
+        let m = model();
+        let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
+        for &(t, v) in boots {
+            tested.push(t);
+            under.push((0..n).map(|h| h <= t).collect::<Vec<bool>>());
+            evidence.push(commit_evidence(&m, v).unwrap());
+        }
+        let (p, _) = dag_posterior(n, &under, &evidence);
+        (tested, under, p)
+    }
+
+    fn prefix(p: &[f64]) -> Vec<f64> {
+        p.iter()
+            .scan(0.0, |a, x| {
+                *a += x;
+                Some(*a)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn refine_stops_on_a_settled_posterior_or_the_budget() {
+        // 9 clearly good, 10 clearly bad at Δ/σ ≈ 5: commit 10 is the culprit.
+        let (tested, under, p) = line(16, &[(9, &[35.0, 35.2]), (10, &[45.0, 44.8])]);
+        let open = |_| Candidate {
+            usable: true,
+            built: false,
+            boots: 0,
+        };
+        let q = prefix(&p);
+        let step = refine_step(&p, &tested, &under, 0, &rule(60), open, |h| q[h]);
+        assert!(
+            matches!(step, RefineStep::Stop { answer: 10, settled: true, mass } if mass > 0.95),
+            "{step:?}"
+        );
+        // Only 10 tested (bad): 0..=10 cannot be told apart; an untested member is booted,
+        // unless the budget is spent.
+        let (tested, under, p) = line(16, &[(10, &[45.0])]);
+        let q = prefix(&p);
+        let step = refine_step(&p, &tested, &under, 0, &rule(60), open, |h| q[h]);
+        assert!(matches!(step, RefineStep::Boot(h) if h < 10), "{step:?}");
+        let step = refine_step(&p, &tested, &under, 60, &rule(60), open, |h| q[h]);
+        assert!(
+            matches!(
+                step,
+                RefineStep::Stop {
+                    answer: 10,
+                    settled: false,
+                    ..
+                }
+            ),
+            "{step:?}"
+        );
+    }
+
+    #[test]
+    fn refine_re_tests_a_verdict_the_evidence_around_it_doubts() {
+        // 4 looked good once (a weak call), 5..=7 bad, 3 half-way, many boots: the doubt is
+        // at 4, built and booted once, and that is what gets booted, not a new commit.
+        let mid = (35.0f64 * 45.0).sqrt();
+        let (tested, under, p) = line(
+            8,
+            &[
+                (3, &[mid, 38.0]),
+                (4, &[38.5]),
+                (5, &[44.0, 45.0]),
+                (7, &[45.0]),
+            ],
+        );
+        let q = prefix(&p);
+        let boots = [0, 0, 0, 2, 1, 2, 0, 1];
+        let built = |h: usize| Candidate {
+            usable: true,
+            built: tested.contains(&h),
+            boots: boots[h],
+        };
+        let step = refine_step(&p, &tested, &under, 0, &rule(60), built, |h| q[h]);
+        let RefineStep::Boot(h) = step else {
+            panic!("{step:?}")
+        };
+        assert!(tested.contains(&h) && (3..=4).contains(&h), "{h} {p:?}");
+        // An unusable commit is never chosen.
+        let none = |_| Candidate {
+            usable: false,
+            built: true,
+            boots: 0,
+        };
+        let step = refine_step(&p, &tested, &under, 0, &rule(60), none, |h| q[h]);
+        assert!(
+            matches!(step, RefineStep::Stop { settled: false, .. }),
+            "{step:?}"
         );
     }
 }

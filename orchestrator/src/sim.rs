@@ -36,8 +36,8 @@
 
 use crate::config::Direction;
 use crate::posterior::{
-    best_class, commit_evidence, dag_confidence, dag_posterior, most_informative, Posterior,
-    Standing,
+    commit_evidence, dag_confidence, dag_posterior, refine_budget, refine_step, Candidate,
+    Posterior, RefineRule, RefineStep, Standing,
 };
 use crate::sequential::{
     self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig,
@@ -323,8 +323,8 @@ fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<Model> {
 }
 
 /// `firstbad run`'s strategy on a linear history (see [`Strategy::FirstbadRun`]), with the
-/// hunt's defaults: max_boots 30, max_failed_boots 2, drift check every 4 verdicts, at most 60
-/// boots in the posterior phase, 3 pairs.
+/// hunt's defaults: max_boots 30, max_failed_boots 2, drift check every 4 verdicts, a posterior
+/// phase of [`crate::posterior::refine_step`]s with 60 boots per bit of the range, 3 pairs.
 fn firstbad_run(w: &mut World) -> Outcome {
     let cfg = SequentialConfig {
         min_effect: 0.02,
@@ -340,17 +340,23 @@ fn firstbad_run(w: &mut World) -> Outcome {
     let Some(model) = baselines(w, &cfg) else {
         return NOTHING;
     };
-    // Values of world commits 0..=n gathered after the baselines.
+    // Values of world commits 0..=n gathered after the baselines (the hunt leaves the bad
+    // endpoint's baseline boots out of the evidence too), and failed boots per commit.
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); n + 1];
-    let boot = |w: &mut World, values: &mut Vec<Vec<f64>>, i: usize| -> bool {
-        match w.boot(i) {
+    let mut failures = vec![0usize; n + 1];
+    let boot =
+        |w: &mut World, values: &mut Vec<Vec<f64>>, failures: &mut Vec<usize>, i: usize| match w
+            .boot(i)
+        {
             Some(v) => {
                 values[i].push(v);
                 true
             }
-            None => false,
-        }
-    };
+            None => {
+                failures[i] += 1;
+                false
+            }
+        };
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped = vec![false; n + 1];
     let mut verdicts = 0usize;
@@ -372,7 +378,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             if failed >= MAX_FAILED {
                 break Call::Undecided;
             }
-            if !boot(w, &mut values, m) {
+            if !boot(w, &mut values, &mut failures, m) {
                 failed += 1;
             }
         };
@@ -383,47 +389,68 @@ fn firstbad_run(w: &mut World) -> Outcome {
         }
         verdicts += 1;
         if verdicts.is_multiple_of(DRIFT_EVERY) {
-            boot(w, &mut values, 0);
+            boot(w, &mut values, &mut failures, 0);
             if sequential::drift(&model, &values[0]).is_some_and(|d| d.drifted) {
                 return NOTHING; // the hunt pauses for a person
             }
         }
     }
-    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t.
-    let gather = |values: &[Vec<f64>]| {
+    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t. Rows are
+    // kept: at N = 16384 rebuilding them every boot dominated the run time.
+    let mut rows: Vec<Option<Vec<bool>>> = vec![None; n + 1];
+    let mut gather = |values: &[Vec<f64>]| {
         let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
         for (t, v) in values.iter().enumerate().skip(1) {
             if let Some(e) = commit_evidence(&model, v) {
-                tested.push(t);
-                under.push((0..n).map(|h| h < t).collect::<Vec<bool>>());
+                tested.push(t - 1);
+                under.push(
+                    rows[t]
+                        .get_or_insert_with(|| (0..n).map(|h| h < t).collect())
+                        .clone(),
+                );
                 evidence.push(e);
             }
         }
         (tested, under, evidence)
     };
-    // The posterior phase: until one commit alone reaches the confidence (or the budget is
-    // spent), boot an untested commit inside the most probable class when it holds several
-    // (the tests cannot yet tell them apart), otherwise the tested commit in most doubt.
+    // The posterior phase, as the hunt's `refine`: the same pure step on the same evidence.
+    let rule = RefineRule {
+        confidence: CONFIDENCE,
+        budget: refine_budget(REFINE_BOOTS, n),
+        split: true,
+        n_baseline: model.n_baseline,
+    };
     let mut spent = 0;
     let c = loop {
         let (tested, under, evidence) = gather(&values);
         let (p, _) = dag_posterior(n, &under, &evidence);
-        let (class, mass) = best_class(&p, &under).expect("a range has a candidate");
-        // On a line a class is a run of commits ending at a tested one (or at the bad end).
-        let last = *class.last().expect("a class has a member") + 1;
-        if spent >= REFINE_BOOTS || (mass >= CONFIDENCE && class.len() == 1) {
-            break last;
-        }
-        let probe = if class.len() > 1 {
-            class[class.len() / 2] + 1
-        } else {
-            match most_informative(&p, &under) {
-                Some(t) => tested[t],
-                None => break last,
-            }
+        // On a line, P(commit h + 1 bad) is the mass of the hypotheses at or before h.
+        let prefix: Vec<f64> = p
+            .iter()
+            .scan(0.0, |acc, x| {
+                *acc += x;
+                Some(*acc)
+            })
+            .collect();
+        let candidate = |h: usize| Candidate {
+            usable: !values[h + 1].is_empty() || failures[h + 1] < MAX_FAILED,
+            built: w.built[h + 1],
+            boots: values[h + 1]
+                .iter()
+                .filter(|&&v| model.admit(v).is_some())
+                .count(),
         };
-        boot(w, &mut values, probe);
-        spent += 1;
+        match refine_step(&p, &tested, &under, spent, &rule, candidate, |h| prefix[h]) {
+            // A class without a tested member is, on a line, the last one (the bad endpoint's
+            // baseline boots are not evidence): the hunt, listing hypotheses newest first,
+            // names its newest member, the bad endpoint.
+            RefineStep::Stop { answer, .. } if !tested.contains(&answer) => break n,
+            RefineStep::Stop { answer, .. } => break answer + 1,
+            RefineStep::Boot(h) => {
+                boot(w, &mut values, &mut failures, h + 1);
+                spent += 1;
+            }
+        }
     };
     // The final re-test: culprit and parent in interleaved pairs.
     let p = c - 1;
@@ -436,7 +463,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
         for i in first {
             let before = if i == c { c0 } else { p0 };
             if values[i].len() - before < PAIRS {
-                boot(w, &mut values, i);
+                boot(w, &mut values, &mut failures, i);
             }
         }
     }
@@ -826,12 +853,41 @@ pub const FULL_REPLICATES: usize = 1000;
 /// Replicates per cell of the quick run.
 pub const QUICK_REPLICATES: usize = 100;
 
-/// Runs every strategy on every cell of the quick or full run; `progress` sees each result as
-/// it completes (cells in order, strategies in [`Strategy::ALL`] order).
+/// Which cells and strategies of a run to compute; an empty list lets everything through.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Candidate counts N to keep.
+    pub n: Vec<usize>,
+    /// Effects Δ/σ to keep.
+    pub d: Vec<f64>,
+    /// Noise kinds to keep, by [`Noise::name`].
+    pub noise: Vec<String>,
+    /// History shapes to keep, by [`Shape::name`].
+    pub shape: Vec<String>,
+    /// Strategies to keep, by [`Strategy::name`].
+    pub strategy: Vec<String>,
+}
+
+impl Filter {
+    fn keeps(&self, cell: &Cell, s: Strategy) -> bool {
+        fn any<T>(v: &[T], ok: impl Fn(&T) -> bool) -> bool {
+            v.is_empty() || v.iter().any(ok)
+        }
+        any(&self.n, |&n| n == cell.n)
+            && any(&self.d, |&d| d == cell.d)
+            && any(&self.noise, |x| x == cell.noise.name())
+            && any(&self.shape, |x| x == cell.shape.name())
+            && any(&self.strategy, |x| x == s.name())
+    }
+}
+
+/// Runs every strategy on every cell of the quick or full run that `filter` keeps; `progress`
+/// sees each result as it completes (cells in order, strategies in [`Strategy::ALL`] order).
 pub fn table(
     full: bool,
     replicates: Option<usize>,
     seed: u64,
+    filter: &Filter,
     mut progress: impl FnMut(&CellResult),
 ) -> Vec<CellResult> {
     let reps = replicates.unwrap_or(if full {
@@ -842,6 +898,9 @@ pub fn table(
     let mut out = Vec::new();
     for cell in cells(full) {
         for s in Strategy::ALL {
+            if !filter.keeps(&cell, s) {
+                continue;
+            }
             let r = run_cell(s, &cell, reps, seed);
             progress(&r);
             out.push(r);
@@ -900,10 +959,14 @@ mod tests {
             noise: Noise::Outliers,
             shape: Shape::OneCulprit,
         };
-        let (a, wa) = run_one(Strategy::Firstbad, &cell, 42);
-        let (b, wb) = run_one(Strategy::Firstbad, &cell, 42);
-        assert_eq!(a, b);
-        assert_eq!((wa.boots, wa.builds), (wb.boots, wb.builds));
+        // firstbad-run too: its posterior phase derives every choice from the boots so far,
+        // as a resumed hunt must.
+        for s in [Strategy::Firstbad, Strategy::FirstbadRun] {
+            let (a, wa) = run_one(s, &cell, 42);
+            let (b, wb) = run_one(s, &cell, 42);
+            assert_eq!(a, b);
+            assert_eq!((wa.boots, wa.builds), (wb.boots, wb.builds));
+        }
     }
 
     #[test]
@@ -921,5 +984,25 @@ mod tests {
             let floor = if s == Strategy::Pinpoint { 0.9 } else { 1.0 };
             assert!(r.accuracy >= floor, "{s:?}: {r:?}");
         }
+    }
+    #[test]
+    fn a_filter_keeps_only_the_cells_and_strategies_named() {
+        let f = Filter {
+            n: vec![1024],
+            d: vec![1.0, 2.0],
+            strategy: vec!["firstbad-run".into()],
+            ..Filter::default()
+        };
+        let kept: Vec<(Cell, Strategy)> = cells(true)
+            .into_iter()
+            .flat_map(|c| Strategy::ALL.map(|s| (c, s)))
+            .filter(|(c, s)| f.keeps(c, *s))
+            .collect();
+        // Five noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and 2.
+        assert_eq!(kept.len(), 10 + 1 + 2);
+        assert!(kept
+            .iter()
+            .all(|(c, s)| c.n == 1024 && c.d >= 1.0 && *s == Strategy::FirstbadRun));
+        assert!(Filter::default().keeps(&cells(false)[0], Strategy::Pinpoint));
     }
 }

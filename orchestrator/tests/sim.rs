@@ -45,15 +45,20 @@ fn firstbad_finds_the_culprit_where_one_run_per_commit_fails() {
     calibrated(&fb);
 }
 
-/// What `firstbad run` does (git bisect's choice, a sequential test per commit, a final re-test
-/// and the DAG posterior) must find the culprit too, and state a confidence that means it.
+/// What `firstbad run` does (git bisect's choice, a sequential test per commit, the posterior
+/// phase, a final re-test and the DAG posterior) must find the culprit as often as the
+/// posterior search does, and state a confidence that means it.
 #[test]
 fn the_strategy_of_firstbad_run_finds_the_culprit_and_states_an_honest_confidence() {
     let c = cell(Noise::Normal, Shape::OneCulprit);
     let run = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
-    // 85% here, 88% in docs/simulation.md's 200 replicates: below the posterior search's ~93%,
-    // far above one run per commit (~6%). Without the posterior phase it was 74%.
-    assert!(run.accuracy >= 0.75, "{run:?}");
+    let fb = run_cell(Strategy::Firstbad, &c, REPS, SEED);
+    // 94% here (claimed 96.1%, observed 95.9%), 95.5% in docs/simulation.md's 200 replicates,
+    // where the posterior search is right 92.5%. Before the posterior phase chose its boots
+    // over the whole range with shared centres (commit 150f2ce) it was 85% here and 88% there;
+    // without the posterior phase, 74%.
+    assert!(run.accuracy >= 0.88, "{run:?}");
+    assert!(run.accuracy >= fb.accuracy - 0.03, "{run:?} vs {fb:?}");
     calibrated(&run);
 }
 
