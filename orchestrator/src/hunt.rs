@@ -76,6 +76,19 @@ pub struct BootRecord {
     pub outcome: BootOutcome,
 }
 
+/// One drift check of the good endpoint.
+#[derive(Debug, Clone)]
+pub struct DriftRecord {
+    /// Verdicts given before it.
+    pub after_verdicts: usize,
+    /// In the posterior phase, the boots that phase had spent before it.
+    pub in_refine_after: Option<usize>,
+    /// Whether the host had drifted.
+    pub drifted: bool,
+    /// The figures, for a person.
+    pub summary: String,
+}
+
 /// Where the final re-test of a culprit against its parent began.
 #[derive(Debug, Clone)]
 pub struct ConfirmStart {
@@ -115,8 +128,8 @@ pub struct HuntState {
     pub baselines: Option<String>,
     /// Measured boots of each endpoint behind the confirmed model (the first this many).
     pub baseline_boots: Option<usize>,
-    /// Drift checks of the good endpoint: verdicts given before it, drifted, figures.
-    pub drift_checks: Vec<(usize, bool, String)>,
+    /// Drift checks of the good endpoint, in order.
+    pub drift_checks: Vec<DriftRecord>,
     /// The final re-test under way: culprit, parent, and their measured boots before it.
     pub confirm: Option<ConfirmStart>,
     /// The final re-test's result.
@@ -178,11 +191,15 @@ impl HuntState {
                 }
                 Event::DriftCheck {
                     after_verdicts,
+                    in_refine_after,
                     drifted,
                     summary,
-                } => s
-                    .drift_checks
-                    .push((*after_verdicts, *drifted, summary.clone())),
+                } => s.drift_checks.push(DriftRecord {
+                    after_verdicts: *after_verdicts,
+                    in_refine_after: *in_refine_after,
+                    drifted: *drifted,
+                    summary: summary.clone(),
+                }),
                 Event::ConfirmStarted { commit, parent } => {
                     s.confirm = Some(ConfirmStart {
                         commit: commit.clone(),
@@ -492,7 +509,7 @@ pub async fn run_with(
     let mut endpoints: Vec<&str> = goods.iter().map(String::as_str).collect();
     endpoints.push(&bad);
     let end = loop {
-        ctx.drift_check(&mut state, &good, &judge).await?;
+        ctx.drift_check(&mut state, &good, &judge, None).await?;
         match bisection.next() {
             Next::Found(commit) => break HuntEnd::Found { commit },
             Next::OnlySkippedLeft(commits) => break HuntEnd::OnlySkippedLeft { commits },
@@ -570,7 +587,7 @@ pub async fn run_with(
             commit: c.commit.clone(),
         },
         (None, Some(model)) if cfg.classify.refine_boots > 0 => {
-            ctx.refine(&mut state, model, &dag, &hypotheses, end)
+            ctx.refine(&mut state, &good, &judge, model, &dag, &hypotheses, end)
                 .await?
         }
         _ => end,
@@ -1583,22 +1600,42 @@ impl Ctx<'_> {
     /// its recent re-measurements against the baselines ([`sequential::drift`]): if it has
     /// moved, the host has drifted and every verdict since the last check is suspect, so the
     /// hunt stops for a person.
+    ///
+    /// In the posterior phase (`in_refine`: the boots it has spent), where no verdicts come,
+    /// the check falls every few boots of the phase instead ([`sequential::refine_drift_due`]).
     async fn drift_check(
         &mut self,
         state: &mut HuntState,
         good: &str,
         judge: &Judge,
+        in_refine: Option<usize>,
     ) -> Result<(), HuntError> {
         let every = self.cfg.classify.drift_check_every as usize;
         let Some(model) = judge.model().copied() else {
             return Ok(());
         };
         let v = state.verdicts.len();
-        if every == 0
-            || v == 0
-            || !v.is_multiple_of(every)
-            || state.drift_checks.iter().any(|(at, d, _)| *at == v && !d)
-        {
+        let due = match in_refine {
+            None => {
+                v > 0
+                    && v.is_multiple_of(every.max(1))
+                    && !state
+                        .drift_checks
+                        .iter()
+                        .any(|d| d.after_verdicts == v && d.in_refine_after.is_none() && !d.drifted)
+            }
+            Some(spent) => {
+                let last = state
+                    .drift_checks
+                    .iter()
+                    .filter(|d| d.after_verdicts == v && !d.drifted)
+                    .filter_map(|d| d.in_refine_after)
+                    .max()
+                    .unwrap_or(0);
+                sequential::refine_drift_due(spent, last, every)
+            }
+        };
+        if every == 0 || !due {
             return Ok(());
         }
         self.endpoint_ok(state, good, "good")?;
@@ -1613,8 +1650,12 @@ impl Ctx<'_> {
             return Ok(());
         };
         let recent = &remeasured[remeasured.len().saturating_sub(sequential::DRIFT_WINDOW)..];
+        let when = match in_refine {
+            None => format!("after {v} verdicts"),
+            Some(spent) => format!("after {spent} boots of the posterior phase"),
+        };
         let summary = format!(
-            "good endpoint re-measured after {v} verdicts, recent boots [{}]: {:.2} of the way \
+            "good endpoint re-measured {when}, recent boots [{}]: {:.2} of the way \
              from the good centre {:.3} to the bad centre {:.3}, z = {:+.1} (drift at |z| ≥ {} \
              and ≥ {} of the way)",
             recent
@@ -1631,10 +1672,16 @@ impl Ctx<'_> {
         );
         self.journal.append(&Event::DriftCheck {
             after_verdicts: v,
+            in_refine_after: in_refine,
             drifted: d.drifted,
             summary: summary.clone(),
         })?;
-        state.drift_checks.push((v, d.drifted, summary.clone()));
+        state.drift_checks.push(DriftRecord {
+            after_verdicts: v,
+            in_refine_after: in_refine,
+            drifted: d.drifted,
+            summary: summary.clone(),
+        });
         if d.drifted {
             let recent = state.boots.get(good).map_or(&[][..], |b| {
                 &b[b.len().saturating_sub(sequential::DRIFT_WINDOW)..]
@@ -1659,9 +1706,12 @@ impl Ctx<'_> {
     /// the most about the culprit. Every choice derives from the journalled boots, so a resumed
     /// hunt takes the same steps. Returns the most probable culprit, or `end` unchanged when
     /// nothing was tested.
+    #[allow(clippy::too_many_arguments)]
     async fn refine(
         &mut self,
         state: &mut HuntState,
+        good: &str,
+        judge: &Judge,
         model: &Model,
         dag: &Dag,
         hypotheses: &[usize],
@@ -1678,6 +1728,9 @@ impl Ctx<'_> {
         };
         let mut rows: HashMap<usize, Vec<bool>> = HashMap::new();
         loop {
+            // No verdicts come in this phase: the good endpoint is re-measured every few boots.
+            self.drift_check(state, good, judge, Some(state.boots_since_verdict))
+                .await?;
             let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
             for (h, &t) in hypotheses.iter().enumerate() {
                 let values = evidence_values(self.cfg, state, dag, &dag.nodes()[t].id);

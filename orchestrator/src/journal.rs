@@ -201,6 +201,10 @@ pub enum Event {
     DriftCheck {
         /// Verdicts given when the check was made (checks fall after every N verdicts).
         after_verdicts: usize,
+        /// In the posterior phase (no verdicts there), the boots the phase had spent when the
+        /// check was made.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_refine_after: Option<usize>,
         /// Whether the good endpoint no longer measured like good.
         drifted: bool,
         /// The figures, for a person.

@@ -420,8 +420,17 @@ fn firstbad_run(w: &mut World) -> Outcome {
         split: true,
         n_baseline: model.n_baseline,
     };
-    let mut spent = 0;
+    let (mut spent, mut last_drift_check) = (0, 0);
     let c = loop {
+        // As the hunt: the good endpoint re-measured every few boots of this phase.
+        if sequential::refine_drift_due(spent, last_drift_check, DRIFT_EVERY) {
+            last_drift_check = spent;
+            boot(w, &mut values, &mut failures, 0);
+            spent += 1;
+            if sequential::drift(&model, &values[0]).is_some_and(|d| d.drifted) {
+                return NOTHING; // the hunt pauses for a person
+            }
+        }
         let (tested, under, evidence) = gather(&values);
         let (p, _) = dag_posterior(n, &under, &evidence);
         // On a line, P(commit h + 1 bad) is the mass of the hypotheses at or before h.

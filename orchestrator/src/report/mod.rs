@@ -617,9 +617,9 @@ fn confidence(
     if let Some(c) = confirmation {
         reasons.push(c.summary.clone());
     }
-    for (_, drifted, summary) in &state.drift_checks {
-        if *drifted {
-            reasons.push(format!("host drift: {summary}"));
+    for d in &state.drift_checks {
+        if d.drifted {
+            reasons.push(format!("host drift: {}", d.summary));
         }
     }
     let probability = confirmation.and_then(|c| c.confidence);
