@@ -1105,25 +1105,8 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
     let mut host = SshHost::new("lab1", &vm.config(), agent(), &vm.path("work"));
     host.preflight().unwrap();
     let console = vm.path("boot1.log");
-    let started = Instant::now();
-    let mut s = match rt.block_on(host.boot(&cand, &cand_release, &console)) {
-        Ok(s) => s,
-        Err(Ok(f)) => panic!("failed boot: {}\nserial:\n{}", f.reason, vm.serial()),
-        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
-    };
-    eprintln!(
-        "kexec boot to a healthy agent: {:.1} s (of which reboot to agent {:.1} s)",
-        started.elapsed().as_secs_f64(),
-        s.boot_seconds
-    );
-    assert_eq!(s.identity.kernel_release, cand_release);
-    let r = rt
-        .block_on(s.run(&small_fsync_workload(20), Duration::from_secs(120)))
-        .unwrap_or_else(|f| panic!("workload failed: {}", f.reason));
-    let p50 = r.metrics["fsync_latency_p50_ms"];
-    assert!(p50.is_finite() && p50 > 0.0, "{:?}", r.metrics);
-    eprintln!("fsync p50 on the kexec'd candidate: {p50:.2} ms");
-    rt.block_on(s.shutdown());
+    let s = boot_ok(&rt, &mut host, &vm, &cand, &cand_release, &console, "kexec");
+    measure_p50(&rt, s, "the kexec'd candidate");
     let log = std::fs::read_to_string(&console).unwrap();
     assert!(
         log.contains("Linux version") && log.contains(&cand_release),
@@ -1179,7 +1162,6 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
         reboot: "kexec -e".into(),
     };
     let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
-    let started = Instant::now();
     let s = boot_ok(
         &rt,
         &mut host,
@@ -1187,12 +1169,8 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
         &cand,
         &cand_release,
         &vm.path("boot2.log"),
+        "install = commands",
     );
-    eprintln!(
-        "install = commands: boot to a healthy agent in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    assert_eq!(s.identity.kernel_release, cand_release);
     rt.block_on(s.shutdown());
     let after = on_vm(
         &rt,
@@ -1212,6 +1190,8 @@ fn kexec_into_the_candidate_verify_and_measure_over_ssh() {
     assert_eq!(vm.power_cycles(), 0);
 }
 
+/// Boots `image` on `host`, which must give a healthy agent on `release`; says how long it
+/// took under `what` (install to agent, and the reboot part of it).
 fn boot_ok(
     rt: &tokio::runtime::Runtime,
     host: &mut SshHost,
@@ -1219,12 +1199,69 @@ fn boot_ok(
     image: &Path,
     release: &str,
     console: &Path,
+    what: &str,
 ) -> firstbad::hosts::ssh::Session {
-    match rt.block_on(host.boot(image, release, console)) {
+    let started = Instant::now();
+    let s = match rt.block_on(host.boot(image, release, console)) {
         Ok(s) => s,
         Err(Ok(f)) => panic!("failed boot: {}\nserial:\n{}", f.reason, vm.serial()),
         Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
-    }
+    };
+    eprintln!(
+        "{what}: install to a healthy agent {:.1} s (reboot to the agent {:.1} s)",
+        started.elapsed().as_secs_f64(),
+        s.boot_seconds
+    );
+    assert_eq!(s.identity.kernel_release, release);
+    s
+}
+
+/// Boots `image` on `host`, which must end as a failed boot (never a host error, never a
+/// healthy agent); says under `what` how long it took and why, and returns both.
+fn boot_fails(
+    rt: &tokio::runtime::Runtime,
+    host: &mut SshHost,
+    vm: &LabVm,
+    image: &Path,
+    release: &str,
+    console: &Path,
+    what: &str,
+) -> (firstbad::hosts::BootFailure, Duration) {
+    let started = Instant::now();
+    let f = match rt.block_on(host.boot(image, release, console)) {
+        Err(Ok(f)) => f,
+        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
+        Ok(_) => panic!("{what}: the kernel booted"),
+    };
+    let took = started.elapsed();
+    eprintln!("{what}: failed boot after {took:?}: {}", f.reason);
+    (f, took)
+}
+
+/// A failed boot that the console's panic line ended and a power cycle recovered from, with
+/// the panic kept in its console log.
+fn assert_panicked_then_power_cycled(f: &firstbad::hosts::BootFailure, console: &Path) {
+    assert!(f.reason.contains("Kernel panic"), "{}", f.reason);
+    assert!(f.reason.contains("power-cycled"), "{}", f.reason);
+    assert!(std::fs::read_to_string(console)
+        .unwrap()
+        .contains("Kernel panic - not syncing"));
+}
+
+/// Runs a short fsync workload in `s`, shuts the session down, and returns the fsync p50.
+fn measure_p50(
+    rt: &tokio::runtime::Runtime,
+    mut s: firstbad::hosts::ssh::Session,
+    what: &str,
+) -> f64 {
+    let r = rt
+        .block_on(s.run(&small_fsync_workload(20), Duration::from_secs(120)))
+        .unwrap_or_else(|f| panic!("workload failed: {}", f.reason));
+    let p50 = r.metrics["fsync_latency_p50_ms"];
+    assert!(p50.is_finite() && p50 > 0.0, "{:?}", r.metrics);
+    eprintln!("fsync p50 on {what}: {p50:.2} ms");
+    rt.block_on(s.shutdown());
+    p50
 }
 
 /// The VM killed mid-workload: the run ends as a failed boot in bounded time; the next boot
@@ -1245,6 +1282,7 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
         &cand,
         &cand_release,
         &vm.path("boot1.log"),
+        "kexec",
     );
     let killer = {
         let pid = std::fs::read_to_string(vm.path("qemu.pid")).unwrap();
@@ -1273,7 +1311,6 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
     rt.block_on(s.shutdown());
 
     // The next boot: the host is down, so firstbad power-cycles it first.
-    let started = Instant::now();
     let s = boot_ok(
         &rt,
         &mut host,
@@ -1281,10 +1318,7 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
         &cand,
         &cand_release,
         &vm.path("boot2.log"),
-    );
-    eprintln!(
-        "boot after a dead host (power cycle + kexec): {:?}",
-        started.elapsed()
+        "boot after a dead host (power cycle + kexec)",
     );
     assert_eq!(vm.power_cycles(), 1);
     assert_eq!(s.identity.kernel_release, cand_release);
@@ -1347,22 +1381,16 @@ fn panic_at_boot_then_a_host_that_never_returns_then_one_that_needs_a_person() {
     cfg.install = panicking.clone();
     let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
     let console = vm.path("panic.log");
-    let started = Instant::now();
-    let f = match rt.block_on(host.boot(&cand, &cand_release, &console)) {
-        Err(Ok(f)) => f,
-        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
-        Ok(_) => panic!("a panicking kernel booted"),
-    };
-    eprintln!(
-        "panic at boot: failed boot after {:?}: {}",
-        started.elapsed(),
-        f.reason
+    let (f, _) = boot_fails(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &console,
+        "panic at boot",
     );
-    assert!(f.reason.contains("Kernel panic"), "{}", f.reason);
-    assert!(f.reason.contains("power-cycled"), "{}", f.reason);
-    assert!(std::fs::read_to_string(&console)
-        .unwrap()
-        .contains("Kernel panic - not syncing"));
+    assert_panicked_then_power_cycled(&f, &console);
     assert_eq!(vm.power_cycles(), 1);
     let uname = rt.block_on(async {
         let c = Conn::connect(&cfg.target, Duration::from_secs(10))
@@ -1376,16 +1404,14 @@ fn panic_at_boot_then_a_host_that_never_returns_then_one_that_needs_a_person() {
     cfg.console = None;
     cfg.boot_timeout_s = 30;
     let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
-    let started = Instant::now();
-    let f = match rt.block_on(host.boot(&cand, &cand_release, &vm.path("silent.log"))) {
-        Err(Ok(f)) => f,
-        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
-        Ok(_) => panic!("a panicking kernel booted"),
-    };
-    let took = started.elapsed();
-    eprintln!(
-        "host that never returns: failed boot after {took:?}: {}",
-        f.reason
+    let (f, took) = boot_fails(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &vm.path("silent.log"),
+        "host that never returns",
     );
     assert!(
         f.reason.contains("boot timeout") && f.reason.contains("power-cycled"),
@@ -1449,29 +1475,17 @@ fn grub_reboot_boots_the_candidate_once_then_a_power_cycle_brings_back_the_defau
     cfg.boot_timeout_s = 120;
     let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
     host.preflight().unwrap();
-    let started = Instant::now();
-    let mut s = boot_ok(
+    let s = boot_ok(
         &rt,
         &mut host,
         &vm,
         &cand,
         &cand_release,
         &vm.path("grub1.log"),
+        "grub-reboot (the reboot goes through GRUB)",
     );
-    eprintln!(
-        "grub-reboot: install to a healthy agent {:.1} s (reboot through GRUB to the agent {:.1} s)",
-        started.elapsed().as_secs_f64(),
-        s.boot_seconds
-    );
-    assert_eq!(s.identity.kernel_release, cand_release);
     assert_ne!(s.identity.boot_id, boot_id_before.trim(), "a new boot");
-    let r = rt
-        .block_on(s.run(&small_fsync_workload(20), Duration::from_secs(120)))
-        .unwrap_or_else(|f| panic!("workload failed: {}", f.reason));
-    let p50 = r.metrics["fsync_latency_p50_ms"];
-    assert!(p50.is_finite() && p50 > 0.0, "{:?}", r.metrics);
-    eprintln!("fsync p50 on the candidate booted by GRUB: {p50:.2} ms");
-    rt.block_on(s.shutdown());
+    measure_p50(&rt, s, "the candidate booted by GRUB");
     assert_eq!(vm.power_cycles(), 0);
     // GRUB booted the candidate's entry, through a reset of the same qemu (no power cycle).
     assert_eq!(times_booted(&cand_release), 1, "{}", vm.serial());
@@ -1552,22 +1566,16 @@ fn grub_reboot_boots_the_candidate_once_then_a_power_cycle_brings_back_the_defau
     });
     let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));
     let console = vm.path("grub-panic.log");
-    let started = Instant::now();
-    let f = match rt.block_on(host.boot(&cand, &cand_release, &console)) {
-        Err(Ok(f)) => f,
-        Err(Err(e)) => panic!("host error: {e}\nserial:\n{}", vm.serial()),
-        Ok(_) => panic!("a panicking kernel booted"),
-    };
-    eprintln!(
-        "grub-reboot into a panicking candidate: failed boot after {:.1} s: {}",
-        started.elapsed().as_secs_f64(),
-        f.reason
+    let (f, _) = boot_fails(
+        &rt,
+        &mut host,
+        &vm,
+        &cand,
+        &cand_release,
+        &console,
+        "grub-reboot into a panicking candidate",
     );
-    assert!(f.reason.contains("Kernel panic"), "{}", f.reason);
-    assert!(f.reason.contains("power-cycled"), "{}", f.reason);
-    assert!(std::fs::read_to_string(&console)
-        .unwrap()
-        .contains("Kernel panic - not syncing"));
+    assert_panicked_then_power_cycled(&f, &console);
     assert_eq!(vm.power_cycles(), 2);
     assert_eq!(times_booted(&cand_release), 2, "GRUB booted it once more");
     assert_eq!(times_booted(&vm.base_release), 3, "then the default");
