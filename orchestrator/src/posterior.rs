@@ -363,43 +363,6 @@ pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[Evidence], claimed: u
     (0..n).filter(|&h| same(h)).map(|h| p[h]).sum()
 }
 
-/// Of the tested commits, the one whose next boot teaches the most about the culprit: the
-/// largest q(1 − q), where q is the probability that the commit is bad (the mass of the
-/// hypotheses under which it is). `None` when nothing was tested.
-pub fn most_informative(p: &[f64], bad_under: &[Vec<bool>]) -> Option<usize> {
-    let total: f64 = p.iter().sum();
-    bad_under
-        .iter()
-        .map(|b| {
-            let q = p
-                .iter()
-                .zip(b)
-                .filter(|(_, &bad)| bad)
-                .map(|(x, _)| x)
-                .sum::<f64>()
-                / total;
-            q * (1.0 - q)
-        })
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(t, _)| t)
-}
-
-/// The most probable class of hypotheses (see [`dag_confidence`]): its members in hypothesis
-/// order and its probability. `None` when there are no hypotheses.
-pub fn best_class(p: &[f64], bad_under: &[Vec<bool>]) -> Option<(Vec<usize>, f64)> {
-    let best = p
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(h, _)| h)?;
-    let members: Vec<usize> = (0..p.len())
-        .filter(|&h| bad_under.iter().all(|b| b[h] == b[best]))
-        .collect();
-    let mass = members.iter().map(|&h| p[h]).sum();
-    Some((members, mass))
-}
-
 /// Build cost of a commit not built yet, in boots, for the posterior phase's choice (as for
 /// [`Posterior::choose`]): an incremental kernel build takes about as long as a boot and run.
 pub const REFINE_BUILD_COST: f64 = 1.0;
@@ -723,24 +686,6 @@ mod tests {
         assert!(p_half < 0.5, "{p_half}");
         // A boot far beyond both centres is not evidence at all.
         assert!(commit_evidence(&m, &[400.0]).is_none());
-    }
-
-    #[test]
-    fn the_most_informative_commit_is_the_one_in_doubt() {
-        let m = model();
-        let good = commit_evidence(&m, &[35.0]).unwrap();
-        let bad = commit_evidence(&m, &[45.0, 44.0, 46.0]).unwrap();
-        let mid = (35.0f64 * 45.0).sqrt();
-        let unsure = commit_evidence(&m, &[mid]).unwrap();
-        // a good, b half-way, c clearly bad: b is the one to boot again.
-        let under = line_bad_under(&[0, 1, 2]);
-        let (p, _) = dag_posterior(4, &under, &[good, unsure, bad]);
-        assert_eq!(most_informative(&p, &under), Some(1));
-        let (best, mass) = best_class(&p, &under).unwrap();
-        assert!(
-            best.len() == 1 && (1..=2).contains(&best[0]) && mass < 0.95,
-            "{best:?} {mass}"
-        );
     }
 
     #[test]
