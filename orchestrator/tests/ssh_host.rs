@@ -165,6 +165,14 @@ fn exec_and_upload_against_a_real_sshd() {
             .await
             .unwrap();
         assert_eq!(mode.trim(), "600");
+        // A command that prints nothing for longer than the keepalive interval (5 s here),
+        // as update-grub does while it probes disks: it must run to its end, not fail when
+        // libssh2 waits on a silent socket past its keepalive time.
+        let quiet = c
+            .check("sleep 7; echo done", Duration::from_secs(30))
+            .await
+            .expect("a command silent for 7 s with a 5 s keepalive completes");
+        assert_eq!(quiet.trim(), "done");
     });
 }
 

@@ -71,6 +71,11 @@ fn backstop_ms(deadline: Duration) -> u32 {
     ms.min(u32::MAX as u128) as u32
 }
 
+/// The SSH keepalive interval for libssh2, in seconds (it takes 1..=3600 here).
+fn keepalive_interval(keepalive: Duration) -> u32 {
+    keepalive.as_secs().clamp(1, 3600) as u32
+}
+
 /// An SSH failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SshError {
@@ -176,7 +181,7 @@ fn shutdown_socket(s: &TcpStream) {
 
 fn set_tcp_keepalive(s: &TcpStream, idle: Duration) {
     let fd = s.as_raw_fd();
-    let idle = idle.as_secs().clamp(1, 3600) as libc::c_int;
+    let idle = keepalive_interval(idle) as libc::c_int;
     let one: libc::c_int = 1;
     let count: libc::c_int = 3;
     let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -295,6 +300,7 @@ impl Conn {
         let session = self.session.clone();
         let socket = self.socket.clone();
         let dead = self.dead.clone();
+        let keepalive = keepalive_interval(self.target.keepalive);
         let r = on_thread(
             &self.in_flight,
             deadline,
@@ -302,7 +308,15 @@ impl Conn {
                 let s = session.lock().expect("one call at a time");
                 // The libssh2 bound: a wait on the socket longer than this fails.
                 s.set_timeout(backstop_ms(deadline));
+                // One SSH keepalive before the call, then libssh2's own keepalive off for
+                // the call: in blocking mode it shortens each wait on the socket to the
+                // keepalive interval and fails the call ("Timed out waiting on socket") when
+                // the machine has said nothing for that long, as update-grub can (the test
+                // `exec_and_upload_against_a_real_sshd` runs a command silent for 7 s with a
+                // 5 s keepalive). During a call TCP keepalive and the deadline watch the peer.
+                s.set_keepalive(true, keepalive);
                 let _ = s.keepalive_send();
+                s.set_keepalive(true, 0);
                 f(&s)
             },
             || {
@@ -532,10 +546,10 @@ fn handshake(
     if !s.authenticated() {
         return Err(fail("authentication", "refused".into()));
     }
-    // Only now: libssh2 sends keepalives on its own while it waits on the socket, and
-    // dropbear drops a client whose keepalive (a global request) comes before userauth
-    // ("Received message 80 before userauth"; the lab VM test caught it; OpenSSH tolerates it).
-    s.set_keepalive(true, t.keepalive.as_secs().clamp(1, 3600) as u32);
+    // SSH keepalives are sent only after authentication ([`Conn::call`] sends one before
+    // each call): dropbear drops a client whose keepalive (a global request) comes before
+    // userauth ("Received message 80 before userauth"; the lab VM test caught it; OpenSSH
+    // tolerates it).
     Ok((s, keep))
 }
 
