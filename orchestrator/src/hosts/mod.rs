@@ -252,11 +252,6 @@ impl HostPool {
         self.hosts.is_empty()
     }
 
-    /// The first host (for a single check boot such as `firstbad try`).
-    pub fn first(&mut self) -> &mut Host {
-        &mut self.hosts[0]
-    }
-
     /// The hosts, in config order.
     pub fn hosts_mut(&mut self) -> &mut [Host] {
         &mut self.hosts
@@ -365,7 +360,6 @@ mod tests {
             "the last host stays, and its error stops the hunt"
         );
         assert_eq!(pool.names(), ["lab3"]);
-        assert_eq!(pool.first().name(), "lab3");
     }
 
     #[test]
