@@ -22,7 +22,7 @@ use crate::posterior::{
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
     self, assess_baselines, oriented, AbsoluteTest, BaselineOutcome, Call, Model, SequentialConfig,
-    BASELINE_LOOKS,
+    Timeline, BASELINE_LOOKS,
 };
 use crate::stats::{mann_whitney_u, median};
 use rand::{Rng, SeedableRng};
@@ -260,6 +260,22 @@ impl HuntState {
                 b.iter()
                     .filter_map(|r| match &r.outcome {
                         BootOutcome::Measured { value, .. } => Some(*value),
+                        BootOutcome::Failed { .. } => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The measured boots of a commit as (value, boot time): the time is the boot's place
+    /// among all of the hunt's finished boots, which the posterior's trend model reads.
+    pub fn timed(&self, commit: &str) -> Vec<(f64, f64)> {
+        self.boots
+            .get(commit)
+            .map(|b| {
+                b.iter()
+                    .filter_map(|r| match &r.outcome {
+                        BootOutcome::Measured { value, .. } => Some((*value, r.seq as f64)),
                         BootOutcome::Failed { .. } => None,
                     })
                     .collect()
@@ -509,7 +525,8 @@ pub async fn run_with(
     let mut endpoints: Vec<&str> = goods.iter().map(String::as_str).collect();
     endpoints.push(&bad);
     let end = loop {
-        ctx.drift_check(&mut state, &good, &judge, None).await?;
+        ctx.drift_check(&mut state, &good, &bad, &judge, None)
+            .await?;
         match bisection.next() {
             Next::Found(commit) => break HuntEnd::Found { commit },
             Next::OnlySkippedLeft(commits) => break HuntEnd::OnlySkippedLeft { commits },
@@ -597,6 +614,7 @@ pub async fn run_with(
         ctx.confirm(
             &mut state,
             &judge,
+            &good,
             commit,
             parent.as_deref(),
             seed,
@@ -792,16 +810,42 @@ fn first_parent(history: &History, commit: &str) -> Result<Option<String>, HuntE
     Ok(c.parent_ids().next().map(|p| p.to_string()))
 }
 
-/// The boots of `id` that are evidence about the culprit: all of them but the bad endpoint's
-/// (node 0's) baseline boots in baselines mode, which the model's bad centre already stands
-/// for: counted again, they would make the posterior's shared bad centre look twice as sure.
-fn evidence_values(cfg: &HuntConfig, state: &HuntState, dag: &Dag, id: &str) -> Vec<f64> {
-    let mut values = state.values(id);
+/// The boots of `id` that are evidence about the culprit, with their boot times: all of them
+/// but the bad endpoint's (node 0's) baseline boots in baselines mode, which the model's bad
+/// centre already stands for: counted again, they would make the posterior's shared bad centre
+/// look twice as sure.
+fn evidence_boots(cfg: &HuntConfig, state: &HuntState, dag: &Dag, id: &str) -> Vec<(f64, f64)> {
+    let mut boots = state.timed(id);
     if matches!(cfg.classify.mode, ClassifyMode::Baselines) && dag.nodes()[0].id == id {
-        let n = state.baseline_boots.unwrap_or(0).min(values.len());
-        values.drain(..n);
+        let n = state.baseline_boots.unwrap_or(0).min(boots.len());
+        boots.drain(..n);
     }
-    values
+    boots
+}
+
+/// The good endpoint's boots after the baselines (the drift checks' re-measurements), with
+/// their boot times: good under every hypothesis, and the posterior's firmest hold on the
+/// host's trend.
+fn reference_boots(state: &HuntState, good: &str) -> Vec<(f64, f64)> {
+    let mut boots = state.timed(good);
+    boots.drain(..state.baseline_boots.unwrap_or(0).min(boots.len()));
+    boots
+}
+
+/// The mean boot time of the baseline boots the model came from: where its centres stand on
+/// the posterior's trend axis.
+fn trend_origin(state: &HuntState, good: &str, bad: &str) -> f64 {
+    let n = state.baseline_boots.unwrap_or(0);
+    let times: Vec<f64> = [good, bad]
+        .iter()
+        .flat_map(|c| state.timed(c).into_iter().take(n))
+        .map(|b| b.1)
+        .collect();
+    if times.is_empty() {
+        0.0
+    } else {
+        times.iter().sum::<f64>() / times.len() as f64
+    }
 }
 
 /// Which candidate hypotheses make a commit bad: itself and its ancestors in the range.
@@ -1607,6 +1651,7 @@ impl Ctx<'_> {
         &mut self,
         state: &mut HuntState,
         good: &str,
+        bad: &str,
         judge: &Judge,
         in_refine: Option<usize>,
     ) -> Result<(), HuntError> {
@@ -1642,10 +1687,9 @@ impl Ctx<'_> {
         // Every host of the pool re-measures good at once: each can drift on its own.
         let batch = vec![good.to_owned(); self.host.len()];
         self.measure_boots(state, &batch).await?;
-        let n = state.baseline_boots.unwrap_or(0);
-        let values = state.values(good);
-        let remeasured = &values[n.min(values.len())..];
-        let Some(d) = sequential::drift(&model, remeasured) else {
+        let remeasured = reference_boots(state, good);
+        let origin = trend_origin(state, good, bad);
+        let Some(d) = sequential::drift(&model, origin, &remeasured) else {
             // The boot failed: the next check tries again.
             return Ok(());
         };
@@ -1656,16 +1700,19 @@ impl Ctx<'_> {
         };
         let summary = format!(
             "good endpoint re-measured {when}, recent boots [{}]: {:.2} of the way \
-             from the good centre {:.3} to the bad centre {:.3}, z = {:+.1} (drift at |z| ≥ {} \
-             and ≥ {} of the way)",
+             from the good centre {:.3} to the bad centre {:.3} beyond the trend of the \
+             earlier ones ({:+.2}σ per {} boots), z = {:+.1} (drift at |z| ≥ {} and ≥ {} of the \
+             way)",
             recent
                 .iter()
-                .map(|x| format!("{x:.3}"))
+                .map(|x| format!("{:.3}", x.0))
                 .collect::<Vec<_>>()
                 .join(", "),
             d.shift,
             unoriented(model.good, model.direction),
             unoriented(model.bad, model.direction),
+            d.trend,
+            sequential::TREND_UNIT,
             d.z,
             sequential::DRIFT_Z,
             sequential::DRIFT_MIN_SHIFT
@@ -1727,14 +1774,17 @@ impl Ctx<'_> {
             n_baseline: model.n_baseline,
         };
         let mut rows: HashMap<usize, Vec<bool>> = HashMap::new();
+        let bad = dag.nodes()[0].id.clone();
         loop {
             // No verdicts come in this phase: the good endpoint is re-measured every few boots.
-            self.drift_check(state, good, judge, Some(state.boots_since_verdict))
+            self.drift_check(state, good, &bad, judge, Some(state.boots_since_verdict))
                 .await?;
+            let reference = reference_boots(state, good);
+            let line = Timeline::new(model, trend_origin(state, good, &bad), &reference);
             let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
             for (h, &t) in hypotheses.iter().enumerate() {
-                let values = evidence_values(self.cfg, state, dag, &dag.nodes()[t].id);
-                if let Some(e) = commit_evidence(model, &values) {
+                let boots = evidence_boots(self.cfg, state, dag, &dag.nodes()[t].id);
+                if let Some(e) = commit_evidence(model, &line, &boots) {
                     let row = rows
                         .entry(t)
                         .or_insert_with(|| bad_under(dag, hypotheses, t))
@@ -1747,18 +1797,22 @@ impl Ctx<'_> {
             if tested.is_empty() {
                 return Ok(end);
             }
-            let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence);
+            let reference = commit_evidence(model, &line, &reference);
+            let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence, reference.as_ref());
             let candidate = |h: usize| {
                 let id = &dag.nodes()[hypotheses[h]].id;
-                let values = evidence_values(self.cfg, state, dag, id);
+                let boots = evidence_boots(self.cfg, state, dag, id);
                 Candidate {
                     // Commits that cannot give evidence: they do not build, or keep failing to
                     // boot without ever giving a value.
                     usable: !matches!(state.builds.get(id), Some(BuildOutcome::Failed { .. }))
-                        && (!values.is_empty()
+                        && (!boots.is_empty()
                             || state.failures(id).len() < c.max_failed_boots as usize),
                     built: matches!(state.builds.get(id), Some(BuildOutcome::Built { .. })),
-                    boots: values.iter().filter(|&&v| model.admit(v).is_some()).count(),
+                    boots: boots
+                        .iter()
+                        .filter(|b| line.admit(model, b.0, b.1).is_some())
+                        .count(),
                 }
             };
             // P(an untested commit is bad): the mass of the hypotheses it descends from.
@@ -1804,6 +1858,7 @@ impl Ctx<'_> {
         &mut self,
         state: &mut HuntState,
         judge: &Judge,
+        good: &str,
         commit: &str,
         parent: Option<&str>,
         seed: u64,
@@ -1890,15 +1945,23 @@ impl Ctx<'_> {
         let confidence = judge.model().and_then(|m| {
             let claimed = dag.index_of(commit)?;
             let claimed = hypotheses.iter().position(|&h| h == claimed)?;
+            let reference = reference_boots(state, good);
+            let line = Timeline::new(m, trend_origin(state, good, &dag.nodes()[0].id), &reference);
             let (mut under, mut evidence) = (Vec::new(), Vec::new());
             for &t in hypotheses {
-                let values = evidence_values(self.cfg, state, dag, &dag.nodes()[t].id);
-                if let Some(e) = commit_evidence(m, &values) {
+                let boots = evidence_boots(self.cfg, state, dag, &dag.nodes()[t].id);
+                if let Some(e) = commit_evidence(m, &line, &boots) {
                     under.push(bad_under(dag, hypotheses, t));
                     evidence.push(e);
                 }
             }
-            Some(dag_confidence(&under, &evidence, claimed))
+            let reference = commit_evidence(m, &line, &reference);
+            Some(dag_confidence(
+                &under,
+                &evidence,
+                reference.as_ref(),
+                claimed,
+            ))
         });
         let confirmed = ordered && confidence.is_none_or(|p| p >= c.confidence);
         let summary = match confidence {

@@ -28,7 +28,7 @@
 //! Merges: the hunt reduces a range to its first-parent line first; a DAG-wide posterior is not
 //! modelled here.
 
-use crate::sequential::Model;
+use crate::sequential::{Model, Timeline, TREND_PRIOR};
 
 /// Levels between good (0) and bad (1) a commit may sit at under NONE: good, half-way, bad.
 /// A half-way commit (two culprits) counts as evidence for NONE. A finer grid (0.25, 0.75) let
@@ -268,8 +268,8 @@ impl Posterior {
     }
 }
 
-/// What a tested commit's boots say, for [`dag_posterior`]: the mean of its admitted boots and
-/// the centres it is judged against.
+/// What a tested commit's boots say, for [`dag_posterior`]: the mean of its admitted boots, the
+/// centres it is judged against, and when its boots ran (for the host's trend).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Evidence {
     /// Admitted boots.
@@ -280,69 +280,172 @@ pub struct Evidence {
     pub effect: f64,
     /// Boots behind each centre ([`Model::n_baseline`]).
     pub n_baseline: f64,
+    /// The mean boot time of the admitted boots, from the baselines' mean boot time, in
+    /// [`TREND_UNIT`](crate::sequential::TREND_UNIT) boots.
+    pub at: f64,
+    /// Σ (t − t̄)² over the admitted boots (t in [`TREND_UNIT`](crate::sequential::TREND_UNIT) boots).
+    pub stt: f64,
+    /// Σ (t − t̄)(y − ȳ) over the admitted boots (y in σ): what the commit's own boots say of
+    /// the trend.
+    pub sty: f64,
 }
 
-/// A tested commit's [`Evidence`]: the mean of its admitted boots ([`Model::admit`]). `None`
-/// when no boot was admitted.
-pub fn commit_evidence(model: &Model, values: &[f64]) -> Option<Evidence> {
-    let kept: Vec<f64> = values.iter().filter_map(|&v| model.admit(v)).collect();
+/// A tested commit's [`Evidence`] from its boots as (raw value, boot time): the boot's place
+/// among all of the hunt's boots, on the `timeline` whose origin is the mean place of the
+/// baseline boots, where the model's centres stand. `None` when no boot was admitted
+/// ([`Timeline::admit`]).
+pub fn commit_evidence(
+    model: &Model,
+    timeline: &Timeline,
+    boots: &[(f64, f64)],
+) -> Option<Evidence> {
+    let kept: Vec<(f64, f64)> = boots
+        .iter()
+        .filter_map(|&(v, t)| {
+            let y = timeline.admit(model, v, t)?;
+            Some(((y - model.good) / model.sigma, timeline.tau(t)))
+        })
+        .collect();
     if kept.is_empty() {
         return None;
     }
-    let mean = kept.iter().sum::<f64>() / kept.len() as f64;
+    let k = kept.len() as f64;
+    let y_bar = kept.iter().map(|b| b.0).sum::<f64>() / k;
+    let t_bar = kept.iter().map(|b| b.1).sum::<f64>() / k;
     Some(Evidence {
         k: kept.len(),
-        above_good: (mean - model.good) / model.sigma,
+        above_good: y_bar,
         effect: (model.bad - model.good) / model.sigma,
         n_baseline: model.n_baseline.max(1.0),
+        at: t_bar,
+        stt: kept.iter().map(|b| (b.1 - t_bar).powi(2)).sum(),
+        sty: kept.iter().map(|b| (b.1 - t_bar) * (b.0 - y_bar)).sum(),
     })
+}
+
+/// Running sums of one side under one hypothesis, for [`dag_posterior`]'s trend model: Σk,
+/// Σk·r, Σk·r², Σk·τ, Σk·τ², Σk·τ·r over its commits (r the mean's distance from the side's
+/// centre in σ, τ its mean boot time).
+#[derive(Debug, Clone, Copy, Default)]
+struct TrendSide {
+    w: f64,
+    wr: f64,
+    wr2: f64,
+    wt: f64,
+    wt2: f64,
+    wtr: f64,
+}
+
+impl TrendSide {
+    fn add(&mut self, e: &Evidence, r: f64) {
+        let k = e.k as f64;
+        self.w += k;
+        self.wr += k * r;
+        self.wr2 += k * r * r;
+        self.wt += k * e.at;
+        self.wt2 += k * e.at * e.at;
+        self.wtr += k * e.at * r;
+    }
+}
+
+/// The Gaussian linear model behind one hypothesis: the good and bad centres' errors (prior
+/// precision `nb` each) and the trend β (prior precision [`TREND_PRIOR`]) integrated out, given
+/// both sides' sums and the within-commit trend sums Σstt, Σsty. Returns the log evidence
+/// relative to "no boots" (σ = 1, 2π and Σ ln k terms dropped, as they are the same for every
+/// hypothesis) and the posterior mean of β.
+fn trend_log_evidence(g: &TrendSide, b: &TrendSide, stt: f64, sty: f64, nb: f64) -> (f64, f64) {
+    // Precision matrix [[a, 0, c], [0, d, e], [c, e, f]] over (good offset, bad offset, β),
+    // right-hand side (u1, u2, u3); eliminate the offsets, leaving the Schur complement s for β.
+    let (a, c, u1) = (nb + g.w, g.wt, g.wr);
+    let (d, e, u2) = (nb + b.w, b.wt, b.wr);
+    let f = TREND_PRIOR + g.wt2 + b.wt2 + stt;
+    let u3 = g.wtr + b.wtr + sty;
+    let s = f - c * c / a - e * e / d;
+    let v = u3 - c * u1 / a - e * u2 / d;
+    let quad = g.wr2 + b.wr2 - u1 * u1 / a - u2 * u2 / d - v * v / s;
+    let log_det = (a / nb).ln() + (d / nb).ln() + (s / TREND_PRIOR).ln();
+    (-0.5 * (quad + log_det), v / s)
 }
 
 /// The posterior over the culprits of a DAG range: one probability per hypothesis, then NONE.
 ///
 /// Pure. Hypothesis `h` (one per candidate, flat prior) says `h` and its descendants are bad and
 /// everything else good; `bad_under[t][h]` says whether tested commit `t` is bad under `h` (it
-/// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. The
-/// likelihood is [`Posterior`]'s: the commits good under `h` share the good centre and the
-/// others the bad one, each centre known only to σ/√n_baseline, integrated out exactly. So a
-/// commit tested good sharpens the good centre for its neighbours. (Judging each commit alone
-/// against the baselines, as before, let evidence saturate: in `firstbad sim` 10% of
-/// `firstbad run`'s hunts at Δ/σ = 1 then spent hundreds of boots between two neighbours and
-/// stated 40% where they were right 60% of the time.) NONE ("no single culprit", prior
-/// [`NONE_PRIOR`]) puts each tested commit at its own level of [`NONE_LEVELS`].
-pub fn dag_posterior(n: usize, bad_under: &[Vec<bool>], evidence: &[Evidence]) -> (Vec<f64>, f64) {
+/// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. `reference`
+/// is the good endpoint's re-measurements (the drift checks), good under every hypothesis.
+///
+/// The likelihood is [`Posterior`]'s with a trend: the commits good under `h` share the good
+/// centre and the others the bad one, each centre known only to σ/√n_baseline, and every boot
+/// is moved by β·t, a linear drift of the host in boot order from the baselines' mean boot
+/// time (prior sd 1/√[`TREND_PRIOR`] σ per [`TREND_UNIT`](crate::sequential::TREND_UNIT) boots); the centres' errors and β
+/// are integrated out exactly (a Gaussian linear model). So a commit tested good sharpens the
+/// good centre for its neighbours, and every boot, judged by its side under `h`, tells how the
+/// host has moved. (Judging each commit alone against the baselines let evidence saturate:
+/// in `firstbad sim` 10% of `firstbad run`'s hunts at Δ/σ = 1 then spent hundreds of boots
+/// between two neighbours and stated 40% where they were right 60% of the time. Without the
+/// trend, a host slowing by 1σ per 100 boots made it name a wrong commit nine times in ten,
+/// claiming 93%.) With every boot at the baselines' time the trend drops out and this is
+/// [`Posterior`]'s likelihood exactly. NONE ("no single culprit", prior [`NONE_PRIOR`]) puts
+/// each tested commit at its own level of [`NONE_LEVELS`], on the boots less the most
+/// probable hypothesis's trend, with the same price for fitting one.
+pub fn dag_posterior(
+    n: usize,
+    bad_under: &[Vec<bool>],
+    evidence: &[Evidence],
+    reference: Option<&Evidence>,
+) -> (Vec<f64>, f64) {
     assert_eq!(
         bad_under.len(),
         evidence.len(),
         "one evidence per tested commit"
     );
-    let nb = evidence.first().map_or(1.0, |e| e.n_baseline);
+    let nb = evidence.first().or(reference).map_or(1.0, |e| e.n_baseline);
+    let all = || evidence.iter().chain(reference);
+    let stt: f64 = all().map(|e| e.stt).sum();
+    let sty: f64 = all().map(|e| e.sty).sum();
     let prior = ((1.0 - NONE_PRIOR) / n as f64).ln();
-    let log_h: Vec<f64> = (0..n)
+    let mut base = TrendSide::default();
+    if let Some(r) = reference {
+        base.add(r, r.above_good);
+    }
+    let fits: Vec<(f64, f64)> = (0..n)
         .map(|h| {
-            let (mut good, mut bad) = (Side::default(), Side::default());
+            let (mut good, mut bad) = (base, TrendSide::default());
             for (b, e) in bad_under.iter().zip(evidence) {
                 if b[h] {
-                    bad.add(e.k as f64, e.above_good - e.effect);
+                    bad.add(e, e.above_good - e.effect);
                 } else {
-                    good.add(e.k as f64, e.above_good);
+                    good.add(e, e.above_good);
                 }
             }
-            prior + good.log_density(nb) + bad.log_density(nb)
+            let (log_ev, beta) = trend_log_evidence(&good, &bad, stt, sty, nb);
+            (prior + log_ev, beta)
         })
         .collect();
+    let log_h: Vec<f64> = fits.iter().map(|f| f.0).collect();
+    // NONE on the boots less the best hypothesis's trend, paying what fitting it costs there.
+    let beta = fits
+        .iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(0.0, |f| f.1);
     let ln_levels = (NONE_LEVELS.len() as f64).ln();
+    let occam = {
+        let precision = TREND_PRIOR + all().map(|e| e.k as f64 * e.at * e.at + e.stt).sum::<f64>();
+        -0.5 * (precision / TREND_PRIOR).ln()
+    };
+    let within = -0.5 * (beta * beta * stt - 2.0 * beta * sty);
+    let at_level = |e: &Evidence, lev: f64| {
+        let v = 1.0 / e.k as f64 + 1.0 / nb;
+        let r = e.above_good - beta * e.at - lev * e.effect;
+        -0.5 * (r * r / v + (v * e.k as f64).ln())
+    };
     let log_none = NONE_PRIOR.ln()
+        + occam
+        + within
+        + reference.map_or(0.0, |r| at_level(r, 0.0))
         + evidence
             .iter()
-            .map(|e| {
-                let v = 1.0 / e.k as f64 + 1.0 / nb;
-                logsumexp(
-                    NONE_LEVELS
-                        .iter()
-                        .map(|lev| -0.5 * ((e.above_good - lev * e.effect).powi(2) / v + v.ln())),
-                ) - ln_levels
-            })
+            .map(|e| logsumexp(NONE_LEVELS.iter().map(|&lev| at_level(e, lev))) - ln_levels)
             .sum::<f64>();
     let z = logsumexp(log_h.iter().copied().chain(std::iter::once(log_none)));
     (
@@ -355,10 +458,15 @@ pub fn dag_posterior(n: usize, bad_under: &[Vec<bool>], evidence: &[Evidence]) -
 /// apart from it (the same pattern over the tested commits: with path-limited ranges the
 /// commits that do not touch the paths sit in the class of the first one below them that does,
 /// which is what `git bisect start -- <paths>` reports as well). See [`dag_posterior`].
-pub fn dag_confidence(bad_under: &[Vec<bool>], evidence: &[Evidence], claimed: usize) -> f64 {
+pub fn dag_confidence(
+    bad_under: &[Vec<bool>],
+    evidence: &[Evidence],
+    reference: Option<&Evidence>,
+    claimed: usize,
+) -> f64 {
     let n = bad_under.first().map_or(0, Vec::len);
     assert!(claimed < n, "the claimed culprit is a hypothesis");
-    let (p, _) = dag_posterior(n, bad_under, evidence);
+    let (p, _) = dag_posterior(n, bad_under, evidence, reference);
     let same = |h: usize| bad_under.iter().all(|b| b[h] == b[claimed]);
     (0..n).filter(|&h| same(h)).map(|h| p[h]).sum()
 }
@@ -577,6 +685,7 @@ pub fn refine_step(
 mod tests {
     use super::*;
     use crate::config::Direction;
+    use crate::sequential::TREND_UNIT;
 
     /// Good at 35 ms, bad at 45 ms, 5% noise: Δ/σ ≈ 5, so one boot is nearly decisive.
     fn model() -> Model {
@@ -657,6 +766,17 @@ mod tests {
         );
     }
 
+    /// Baselines centred on boot 0, no trend seen yet.
+    const FLAT: Timeline = Timeline {
+        origin: 0.0,
+        trend: 0.0,
+    };
+
+    /// Boots all at the baselines' time: no trend can show.
+    fn at_origin(values: &[f64]) -> Vec<(f64, f64)> {
+        values.iter().map(|&v| (v, 0.0)).collect()
+    }
+
     /// A line a - b - c - d (d is the bad endpoint), hypotheses in that order.
     fn line_bad_under(tested: &[usize]) -> Vec<Vec<bool>> {
         tested
@@ -668,24 +788,24 @@ mod tests {
     #[test]
     fn dag_confidence_follows_the_evidence_and_merges_indistinguishable_commits() {
         let m = model();
-        let good = commit_evidence(&m, &[35.0, 35.5]).unwrap();
-        let bad = commit_evidence(&m, &[45.0, 44.5]).unwrap();
+        let good = commit_evidence(&m, &FLAT, &at_origin(&[35.0, 35.5])).unwrap();
+        let bad = commit_evidence(&m, &FLAT, &at_origin(&[45.0, 44.5])).unwrap();
         // b tested good, c tested bad: c is the culprit, and clearly so at Δ/σ ≈ 5.
-        let p = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], 2);
+        let p = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], None, 2);
         assert!(p > 0.99, "{p}");
         // Only c tested (bad): a, b and c cannot be told apart; the class holds them all.
-        let p_class = dag_confidence(&line_bad_under(&[2]), &[bad], 2);
+        let p_class = dag_confidence(&line_bad_under(&[2]), &[bad], None, 2);
         assert!(p_class > 0.99, "{p_class}");
         // Claiming b when b looked good is not supported.
-        let p_b = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], 1);
+        let p_b = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], None, 1);
         assert!(p_b < 0.01, "{p_b}");
         // Half-way commits: no single culprit takes the mass.
         let mid = (35.0f64 * 45.0).sqrt();
-        let half = commit_evidence(&m, &[mid; 10]).unwrap();
-        let p_half = dag_confidence(&line_bad_under(&[0, 1, 2]), &[half, half, half], 2);
+        let half = commit_evidence(&m, &FLAT, &at_origin(&[mid; 10])).unwrap();
+        let p_half = dag_confidence(&line_bad_under(&[0, 1, 2]), &[half, half, half], None, 2);
         assert!(p_half < 0.5, "{p_half}");
         // A boot far beyond both centres is not evidence at all.
-        assert!(commit_evidence(&m, &[400.0]).is_none());
+        assert!(commit_evidence(&m, &FLAT, &at_origin(&[400.0])).is_none());
     }
 
     #[test]
@@ -713,12 +833,12 @@ mod tests {
         }
         let (mut under, mut evidence) = (Vec::new(), Vec::new());
         for (t, v) in values.iter().enumerate() {
-            if let Some(e) = commit_evidence(&m, v) {
+            if let Some(e) = commit_evidence(&m, &FLAT, &at_origin(v)) {
                 under.push((0..n).map(|h| h <= t).collect::<Vec<bool>>());
                 evidence.push(e);
             }
         }
-        let (p, none) = dag_posterior(n, &under, &evidence);
+        let (p, none) = dag_posterior(n, &under, &evidence, None);
         let (q, q_none) = post.probabilities();
         for (a, b) in p.iter().zip(&q) {
             assert!((a - b).abs() < 1e-12, "{p:?} vs {q:?}");
@@ -737,10 +857,13 @@ mod tests {
             above_good,
             effect: 2.0,
             n_baseline: 4.0,
+            at: 0.0,
+            stt: 0.0,
+            sty: 0.0,
         };
         let evidence = [ev(2, 0.3), ev(3, -0.2)];
         let under = vec![vec![true, false, false], vec![true, true, false]];
-        let (p, _) = dag_posterior(3, &under, &evidence);
+        let (p, _) = dag_posterior(3, &under, &evidence, None);
         let (a, b, d): (f64, f64, f64) = (0.5 + 0.25, 0.25, 1.0 / 3.0 + 0.25);
         let det = a * d - b * b;
         let (x, y) = (0.3, -0.2);
@@ -750,6 +873,140 @@ mod tests {
         let split = alone(a, x) + alone(d, y - 2.0);
         let want = both_good - split;
         assert!(((p[2] / p[1]).ln() - want).abs() < 1e-12, "{p:?} {want}");
+    }
+
+    /// ln N(y; 0, C) by Gaussian elimination (C symmetric positive definite, small).
+    fn ln_normal_density(y: &[f64], c: &[Vec<f64>]) -> f64 {
+        let n = y.len();
+        let mut a: Vec<Vec<f64>> = c
+            .iter()
+            .zip(y)
+            .map(|(r, &v)| [&r[..], &[v]].concat())
+            .collect();
+        let mut ln_det = 0.0;
+        for i in 0..n {
+            ln_det += a[i][i].ln();
+            let pivot = a[i].clone();
+            for row in a.iter_mut().skip(i + 1) {
+                let f = row[i] / pivot[i];
+                for (x, p) in row.iter_mut().zip(&pivot).skip(i) {
+                    *x -= f * p;
+                }
+            }
+        }
+        // Back-substitution gives C⁻¹y; yᵀC⁻¹y from it.
+        let mut x = vec![0.0; n];
+        for i in (0..n).rev() {
+            let s: f64 = (i + 1..n).map(|k| a[i][k] * x[k]).sum();
+            x[i] = (a[i][n] - s) / a[i][i];
+        }
+        let quad: f64 = y.iter().zip(&x).map(|(a, b)| a * b).sum();
+        -0.5 * (quad + ln_det + n as f64 * (2.0 * std::f64::consts::PI).ln())
+    }
+
+    #[test]
+    fn the_trend_model_is_the_multivariate_normal_written_out() {
+        // Reference: every boot's value written out as y = X θ + ε, θ = (good centre's error,
+        // bad centre's error, trend β) ~ N(0, diag(1/nb, 1/nb, 1/λ)), ε ~ N(0, I), so y ~
+        // N(0, I + X P⁻¹ Xᵀ). Line of 3 hypotheses; commit 0 booted twice, commit 1 three
+        // times, the good endpoint re-measured twice; values in σ above good (Δ/σ = 2), times
+        // in TREND_UNIT from the baselines' mean.
+        let (nb, effect) = (4.0, 2.0);
+        let c0 = [(0.3, 0.1), (0.9, 0.5)];
+        let c1 = [(1.8, 0.2), (2.4, 0.8), (1.1, 1.4)];
+        let refs = [(0.2, 0.3), (1.0, 1.2)];
+        let ev = |b: &[(f64, f64)]| {
+            let m = Model {
+                good: 0.0,
+                bad: effect,
+                sigma: 1.0,
+                direction: Direction::LowerIsBetter,
+                n_baseline: nb,
+            };
+            // On the model's oriented log scale a raw value v is ln v: feed e^y at time τ·U.
+            let raw: Vec<(f64, f64)> = b.iter().map(|&(y, t)| (y.exp(), t * TREND_UNIT)).collect();
+            commit_evidence(&m, &FLAT, &raw).unwrap()
+        };
+        let evidence = [ev(&c0), ev(&c1)];
+        let under = vec![vec![true, false, false], vec![true, true, false]];
+        let (p, _) = dag_posterior(3, &under, &evidence, Some(&ev(&refs)));
+        // Written out under h: rows of (bad?, value, time) for every boot.
+        let written = |bad0: bool, bad1: bool| {
+            let rows: Vec<(bool, f64, f64)> = c0
+                .iter()
+                .map(|&(y, t)| (bad0, y, t))
+                .chain(c1.iter().map(|&(y, t)| (bad1, y, t)))
+                .chain(refs.iter().map(|&(y, t)| (false, y, t)))
+                .collect();
+            let y: Vec<f64> = rows
+                .iter()
+                .map(|&(b, v, _)| if b { v - effect } else { v })
+                .collect();
+            let c: Vec<Vec<f64>> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    rows.iter()
+                        .enumerate()
+                        .map(|(j, b)| {
+                            let same_centre = if a.0 == b.0 { 1.0 / nb } else { 0.0 };
+                            f64::from(u8::from(i == j)) + same_centre + a.2 * b.2 / TREND_PRIOR
+                        })
+                        .collect()
+                })
+                .collect();
+            ln_normal_density(&y, &c)
+        };
+        // h = 0: both bad; h = 1: commit 0 good, commit 1 bad; h = 2: both good.
+        let (l0, l1, l2) = (
+            written(true, true),
+            written(false, true),
+            written(false, false),
+        );
+        assert!(((p[1] / p[0]).ln() - (l1 - l0)).abs() < 1e-10, "{p:?}");
+        assert!(((p[2] / p[1]).ln() - (l2 - l1)).abs() < 1e-10, "{p:?}");
+    }
+
+    #[test]
+    fn a_host_that_slows_down_does_not_move_the_culprit() {
+        // Line of 8, the culprit 5 (5, 6, 7 bad), Δ/σ ≈ 5, a host slowing by 1.5σ per 100
+        // boots. The bisection tests 3 early (good), 6 (bad), then 4 late, when the host has
+        // slowed by 3.6σ: 4 looks bad. The good endpoint's re-measurements show the trend.
+        let m = model();
+        let at = |level: f64, t: f64| {
+            let y = m.good + level * (m.bad - m.good) + 1.5 * m.sigma * t / TREND_UNIT;
+            (y.exp(), t)
+        };
+        let boots: [(usize, Vec<(f64, f64)>); 4] = [
+            (3, vec![at(0.0, 10.0), at(0.0, 12.0)]),
+            (6, vec![at(1.0, 60.0), at(1.0, 62.0)]),
+            (4, vec![at(0.0, 240.0), at(0.0, 242.0), at(0.0, 244.0)]),
+            (5, vec![at(1.0, 250.0), at(1.0, 252.0)]),
+        ];
+        let refs: Vec<(f64, f64)> = [50.0, 100.0, 150.0, 200.0, 246.0]
+            .iter()
+            .map(|&t| at(0.0, t))
+            .collect();
+        let posterior = |timed: bool| {
+            let time = |b: &[(f64, f64)]| -> Vec<(f64, f64)> {
+                b.iter()
+                    .map(|&(v, t)| (v, if timed { t } else { 0.0 }))
+                    .collect()
+            };
+            let line = Timeline::new(&m, 0.0, &time(&refs));
+            let (mut under, mut evidence) = (Vec::new(), Vec::new());
+            for (t, b) in &boots {
+                under.push((0..8).map(|h| h <= *t).collect::<Vec<bool>>());
+                evidence.push(commit_evidence(&m, &line, &time(b)).unwrap());
+            }
+            let reference = commit_evidence(&m, &line, &time(&refs));
+            dag_posterior(8, &under, &evidence, reference.as_ref()).0
+        };
+        let with_trend = posterior(true);
+        assert!(with_trend[5] > 0.99, "{with_trend:?}");
+        // The same boots read as if the host stood still point at 4 instead.
+        let still = posterior(false);
+        assert!(still[5] < 0.01, "{still:?}");
     }
 
     #[test]
@@ -805,9 +1062,9 @@ mod tests {
         for &(t, v) in boots {
             tested.push(t);
             under.push((0..n).map(|h| h <= t).collect::<Vec<bool>>());
-            evidence.push(commit_evidence(&m, v).unwrap());
+            evidence.push(commit_evidence(&m, &FLAT, &at_origin(v)).unwrap());
         }
-        let (p, _) = dag_posterior(n, &under, &evidence);
+        let (p, _) = dag_posterior(n, &under, &evidence, None);
         (tested, under, p)
     }
 

@@ -40,7 +40,7 @@ use crate::posterior::{
     Posterior, RefineRule, RefineStep, Standing,
 };
 use crate::sequential::{
-    self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig,
+    self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig, Timeline,
 };
 use crate::stats::{ks_2samp, mann_whitney_u, mean};
 use rand::rngs::StdRng;
@@ -300,9 +300,11 @@ const NOTHING: Outcome = Outcome {
     confidence: None,
 };
 
-/// Interleaved endpoint boots until the regression is confirmed (the model) or refuted.
-fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<Model> {
+/// Interleaved endpoint boots until the regression is confirmed (the model, and the mean boot
+/// time of the baselines, where its centres stand) or refuted.
+fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<(Model, f64)> {
     let n = w.n;
+    let first = w.boots + 1;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     loop {
         let order = if w.rng.gen::<bool>() { [0, n] } else { [n, 0] };
@@ -316,7 +318,7 @@ fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<Model> {
         }
         match assess_baselines(&good, &bad, Direction::LowerIsBetter, cfg) {
             BaselineOutcome::NeedMore => {}
-            BaselineOutcome::Confirmed(m, _) => return Some(m),
+            BaselineOutcome::Confirmed(m, _) => return Some((m, (first + w.boots) as f64 / 2.0)),
             BaselineOutcome::Refuted(_) => return None,
         }
     }
@@ -337,26 +339,28 @@ fn firstbad_run(w: &mut World) -> Outcome {
     const REFINE_BOOTS: usize = 60;
     const CONFIDENCE: f64 = 0.95;
     let n = w.n;
-    let Some(model) = baselines(w, &cfg) else {
+    let Some((model, origin)) = baselines(w, &cfg) else {
         return NOTHING;
     };
-    // Values of world commits 0..=n gathered after the baselines (the hunt leaves the bad
-    // endpoint's baseline boots out of the evidence too), and failed boots per commit.
-    let mut values: Vec<Vec<f64>> = vec![Vec::new(); n + 1];
+    // Values of world commits 0..=n gathered after the baselines, with their boot times (the
+    // hunt leaves the bad endpoint's baseline boots out of the evidence too), and failed boots
+    // per commit.
+    let mut values: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n + 1];
+    let plain = |v: &[(f64, f64)]| v.iter().map(|b| b.0).collect::<Vec<f64>>();
     let mut failures = vec![0usize; n + 1];
-    let boot =
-        |w: &mut World, values: &mut Vec<Vec<f64>>, failures: &mut Vec<usize>, i: usize| match w
-            .boot(i)
-        {
-            Some(v) => {
-                values[i].push(v);
-                true
-            }
-            None => {
-                failures[i] += 1;
-                false
-            }
-        };
+    let boot = |w: &mut World,
+                values: &mut Vec<Vec<(f64, f64)>>,
+                failures: &mut Vec<usize>,
+                i: usize| match w.boot(i) {
+        Some(v) => {
+            values[i].push((v, w.boots as f64));
+            true
+        }
+        None => {
+            failures[i] += 1;
+            false
+        }
+    };
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped = vec![false; n + 1];
     let mut verdicts = 0usize;
@@ -371,7 +375,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
         };
         let mut failed = 0;
         let call = loop {
-            let (call, _) = sequential::classify(&model, &values[m], &cfg);
+            let (call, _) = sequential::classify(&model, &plain(&values[m]), &cfg);
             if call != Call::NeedMore {
                 break call;
             }
@@ -390,7 +394,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
         verdicts += 1;
         if verdicts.is_multiple_of(DRIFT_EVERY) {
             boot(w, &mut values, &mut failures, 0);
-            if sequential::drift(&model, &values[0]).is_some_and(|d| d.drifted) {
+            if sequential::drift(&model, origin, &values[0]).is_some_and(|d| d.drifted) {
                 return NOTHING; // the hunt pauses for a person
             }
         }
@@ -398,10 +402,11 @@ fn firstbad_run(w: &mut World) -> Outcome {
     // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t. Rows are
     // kept: at N = 16384 rebuilding them every boot dominated the run time.
     let mut rows: Vec<Option<Vec<bool>>> = vec![None; n + 1];
-    let mut gather = |values: &[Vec<f64>]| {
+    let mut gather = |values: &[Vec<(f64, f64)>]| {
+        let line = Timeline::new(&model, origin, &values[0]);
         let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
         for (t, v) in values.iter().enumerate().skip(1) {
-            if let Some(e) = commit_evidence(&model, v) {
+            if let Some(e) = commit_evidence(&model, &line, v) {
                 tested.push(t - 1);
                 under.push(
                     rows[t]
@@ -411,7 +416,8 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 evidence.push(e);
             }
         }
-        (tested, under, evidence)
+        let reference = commit_evidence(&model, &line, &values[0]);
+        (tested, under, evidence, reference)
     };
     // The posterior phase, as the hunt's `refine`: the same pure step on the same evidence.
     let rule = RefineRule {
@@ -427,12 +433,12 @@ fn firstbad_run(w: &mut World) -> Outcome {
             last_drift_check = spent;
             boot(w, &mut values, &mut failures, 0);
             spent += 1;
-            if sequential::drift(&model, &values[0]).is_some_and(|d| d.drifted) {
+            if sequential::drift(&model, origin, &values[0]).is_some_and(|d| d.drifted) {
                 return NOTHING; // the hunt pauses for a person
             }
         }
-        let (tested, under, evidence) = gather(&values);
-        let (p, _) = dag_posterior(n, &under, &evidence);
+        let (tested, under, evidence, reference) = gather(&values);
+        let (p, _) = dag_posterior(n, &under, &evidence, reference.as_ref());
         // On a line, P(commit h + 1 bad) is the mass of the hypotheses at or before h.
         let prefix: Vec<f64> = p
             .iter()
@@ -441,12 +447,13 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 Some(*acc)
             })
             .collect();
+        let line = Timeline::new(&model, origin, &values[0]);
         let candidate = |h: usize| Candidate {
             usable: !values[h + 1].is_empty() || failures[h + 1] < MAX_FAILED,
             built: w.built[h + 1],
             boots: values[h + 1]
                 .iter()
-                .filter(|&&v| model.admit(v).is_some())
+                .filter(|b| line.admit(&model, b.0, b.1).is_some())
                 .count(),
         };
         match refine_step(&p, &tested, &under, spent, &rule, candidate, |h| prefix[h]) {
@@ -476,10 +483,10 @@ fn firstbad_run(w: &mut World) -> Outcome {
             }
         }
     }
-    let (_, under, evidence) = gather(&values);
+    let (_, under, evidence, reference) = gather(&values);
     // An unconfirmed culprit is still printed (with exit code 4 and its low confidence), so it
     // counts as named here; its stated confidence is what calibration checks.
-    let confidence = dag_confidence(&under, &evidence, c - 1);
+    let confidence = dag_confidence(&under, &evidence, reference.as_ref(), c - 1);
     Outcome {
         culprit: Some(c),
         confidence: Some(confidence),
@@ -497,7 +504,7 @@ fn firstbad(w: &mut World, greedy: bool) -> Outcome {
     // A build costs about one boot (incremental kernel build ~9 s, boot + workload longer).
     const BUILD_COST: f64 = 1.0;
     let n = w.n;
-    let Some(model) = baselines(w, &cfg) else {
+    let Some((model, _)) = baselines(w, &cfg) else {
         return NOTHING;
     };
     let mut post = Posterior::new(n, model);
