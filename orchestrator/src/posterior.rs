@@ -29,6 +29,7 @@
 //! modelled here.
 
 use crate::sequential::{Model, Timeline, TREND_PRIOR};
+use std::collections::HashMap;
 
 /// Levels between good (0) and bad (1) a commit may sit at under NONE: good, half-way, bad.
 /// A half-way commit (two culprits) counts as evidence for NONE. A finer grid (0.25, 0.75) let
@@ -269,8 +270,8 @@ impl Posterior {
 }
 
 /// What a tested commit's boots say, for [`dag_posterior`]: the mean of its admitted boots, the
-/// centres it is judged against, and when its boots ran (for the host's trend).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// centres it is judged against, and when its boots ran (for the host's trend and steps).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Evidence {
     /// Admitted boots.
     pub k: usize,
@@ -288,6 +289,8 @@ pub struct Evidence {
     /// Σ (t − t̄)(y − ȳ) over the admitted boots (y in σ): what the commit's own boots say of
     /// the trend.
     pub sty: f64,
+    /// The admitted boots themselves, (y, t) as above: which of them came after a step.
+    pub boots: Vec<(f64, f64)>,
 }
 
 /// A tested commit's [`Evidence`] from its boots as (raw value, boot time): the boot's place
@@ -320,6 +323,7 @@ pub fn commit_evidence(
         at: t_bar,
         stt: kept.iter().map(|b| (b.1 - t_bar).powi(2)).sum(),
         sty: kept.iter().map(|b| (b.1 - t_bar) * (b.0 - y_bar)).sum(),
+        boots: kept,
     })
 }
 
@@ -348,23 +352,127 @@ impl TrendSide {
     }
 }
 
-/// The Gaussian linear model behind one hypothesis: the good and bad centres' errors (prior
-/// precision `nb` each) and the trend β (prior precision [`TREND_PRIOR`]) integrated out, given
-/// both sides' sums and the within-commit trend sums Σstt, Σsty. Returns the log evidence
-/// relative to "no boots" (σ = 1, 2π and Σ ln k terms dropped, as they are the same for every
-/// hypothesis) and the posterior mean of β.
-fn trend_log_evidence(g: &TrendSide, b: &TrendSide, stt: f64, sty: f64, nb: f64) -> (f64, f64) {
-    // Precision matrix [[a, 0, c], [0, d, e], [c, e, f]] over (good offset, bad offset, β),
-    // right-hand side (u1, u2, u3); eliminate the offsets, leaving the Schur complement s for β.
-    let (a, c, u1) = (nb + g.w, g.wt, g.wr);
-    let (d, e, u2) = (nb + b.w, b.wt, b.wr);
-    let f = TREND_PRIOR + g.wt2 + b.wt2 + stt;
-    let u3 = g.wtr + b.wtr + sty;
-    let s = f - c * c / a - e * e / d;
-    let v = u3 - c * u1 / a - e * u2 / d;
-    let quad = g.wr2 + b.wr2 - u1 * u1 / a - u2 * u2 / d - v * v / s;
-    let log_det = (a / nb).ln() + (d / nb).ln() + (s / TREND_PRIOR).ln();
-    (-0.5 * (quad + log_det), v / s)
+/// Prior probability that the host moved suddenly, once, during the hunt (another job on it,
+/// a firmware or BIOS change, a disk that began to fail): a lasting step of its level at an
+/// unknown boot, besides the steady trend. [`dag_posterior`] weighs every hypothesis with and
+/// without one.
+pub const STEP_PRIOR: f64 = 0.1;
+
+/// Prior precision of such a step's size, σ⁻²: a step of 2σ is one prior standard deviation.
+pub const STEP_SIZE_PRIOR: f64 = 0.25;
+
+/// Boot times at which a step is considered, evenly spread over the hunt's boots.
+pub const STEP_GRID: usize = 24;
+
+/// For a symmetric positive definite `h`: (uᵀh⁻¹u, ln det h, h⁻¹u), by Cholesky.
+fn gauss<const D: usize>(h: [[f64; D]; D], u: [f64; D]) -> (f64, f64, [f64; D]) {
+    let mut l = [[0.0; D]; D];
+    for i in 0..D {
+        for j in 0..=i {
+            let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
+            l[i][j] = if i == j {
+                (h[i][i] - s).max(1e-300).sqrt()
+            } else {
+                (h[i][j] - s) / l[j][j]
+            };
+        }
+    }
+    let mut z = [0.0; D];
+    for i in 0..D {
+        let s: f64 = (0..i).map(|k| l[i][k] * z[k]).sum();
+        z[i] = (u[i] - s) / l[i][i];
+    }
+    let mut x = [0.0; D];
+    for i in (0..D).rev() {
+        let s: f64 = (i + 1..D).map(|k| l[k][i] * x[k]).sum();
+        x[i] = (z[i] - s) / l[i][i];
+    }
+    let quad = z.iter().map(|v| v * v).sum();
+    let ln_det = 2.0 * (0..D).map(|i| l[i][i].ln()).sum::<f64>();
+    (quad, ln_det, x)
+}
+
+/// The boots after each step time of the grid: count, Σy, Σt of those with t ≥ the step.
+type After = Vec<[f64; 3]>;
+
+fn after(boots: &[(f64, f64)], grid: &[f64]) -> After {
+    grid.iter()
+        .map(|&s| {
+            boots
+                .iter()
+                .filter(|b| b.1 >= s)
+                .fold([0.0; 3], |a, b| [a[0] + 1.0, a[1] + b.0, a[2] + b.1])
+        })
+        .collect()
+}
+
+/// How one class of hypotheses explains the boots: its log evidence, and the host's fitted
+/// move (β, and the step's grid index and size when a step explains it best).
+#[derive(Debug, Clone, Copy)]
+struct Fit {
+    log_ev: f64,
+    beta: f64,
+    step: Option<(usize, f64)>,
+}
+
+/// The Gaussian linear model behind one class of hypotheses: the good and bad centres' errors
+/// (prior precision `nb` each), the trend β (prior precision [`TREND_PRIOR`]) and, with
+/// probability [`STEP_PRIOR`], a step at one of the grid's times (size prior
+/// [`STEP_SIZE_PRIOR`]), all integrated out. `g`, `b`: both sides' sums; `stt`, `sty`: the
+/// within-commit trend sums of all boots; `ka_bad[j]`: boots of bad-side commits after step
+/// time `j`; `all_after[j]`: count, Σy, Σt of every boot after it. The log evidence is relative
+/// to "no boots" (σ = 1; 2π and Σ ln k terms dropped, the same for every hypothesis).
+#[allow(clippy::too_many_arguments)]
+fn class_fit(
+    g: &TrendSide,
+    b: &TrendSide,
+    stt: f64,
+    sty: f64,
+    nb: f64,
+    effect: f64,
+    ka_bad: &[f64],
+    all_after: &After,
+) -> Fit {
+    let h3 = [
+        [nb + g.w, 0.0, g.wt],
+        [0.0, nb + b.w, b.wt],
+        [g.wt, b.wt, TREND_PRIOR + g.wt2 + b.wt2 + stt],
+    ];
+    let u3 = [g.wr, b.wr, g.wtr + b.wtr + sty];
+    let wr2 = g.wr2 + b.wr2;
+    let (q, ln_det, x) = gauss(h3, u3);
+    let flat = -0.5 * (wr2 - q + ln_det - 2.0 * nb.ln() - TREND_PRIOR.ln());
+    let mut best = Fit {
+        log_ev: flat,
+        beta: x[2],
+        step: None,
+    };
+    if all_after.is_empty() {
+        return best;
+    }
+    let mut terms = vec![(1.0 - STEP_PRIOR).ln() + flat];
+    let (mut top, each) = (flat, (STEP_PRIOR / all_after.len() as f64).ln());
+    for (j, a) in all_after.iter().enumerate() {
+        let (ka, kb) = (a[0] - ka_bad[j], ka_bad[j]);
+        let h4 = [
+            [h3[0][0], 0.0, h3[0][2], ka],
+            [0.0, h3[1][1], h3[1][2], kb],
+            [h3[2][0], h3[2][1], h3[2][2], a[2]],
+            [ka, kb, a[2], STEP_SIZE_PRIOR + a[0]],
+        ];
+        let u4 = [u3[0], u3[1], u3[2], a[1] - effect * kb];
+        let (q, ln_det, x) = gauss(h4, u4);
+        let ev =
+            -0.5 * (wr2 - q + ln_det - 2.0 * nb.ln() - TREND_PRIOR.ln() - STEP_SIZE_PRIOR.ln());
+        terms.push(each + ev);
+        if ev > top {
+            top = ev;
+            best.beta = x[2];
+            best.step = Some((j, x[3]));
+        }
+    }
+    best.log_ev = logsumexp(terms.iter().copied());
+    best
 }
 
 /// The posterior over the culprits of a DAG range: one probability per hypothesis, then NONE.
@@ -374,20 +482,26 @@ fn trend_log_evidence(g: &TrendSide, b: &TrendSide, stt: f64, sty: f64, nb: f64)
 /// is `h` or a descendant of it), and `evidence[t]` is `t`'s [`commit_evidence`]. `reference`
 /// is the good endpoint's re-measurements (the drift checks), good under every hypothesis.
 ///
-/// The likelihood is [`Posterior`]'s with a trend: the commits good under `h` share the good
-/// centre and the others the bad one, each centre known only to σ/√n_baseline, and every boot
-/// is moved by β·t, a linear drift of the host in boot order from the baselines' mean boot
-/// time (prior sd 1/√[`TREND_PRIOR`] σ per [`TREND_UNIT`](crate::sequential::TREND_UNIT) boots); the centres' errors and β
-/// are integrated out exactly (a Gaussian linear model). So a commit tested good sharpens the
-/// good centre for its neighbours, and every boot, judged by its side under `h`, tells how the
-/// host has moved. (Judging each commit alone against the baselines let evidence saturate:
-/// in `firstbad sim` 10% of `firstbad run`'s hunts at Δ/σ = 1 then spent hundreds of boots
-/// between two neighbours and stated 40% where they were right 60% of the time. Without the
-/// trend, a host slowing by 1σ per 100 boots made it name a wrong commit nine times in ten,
-/// claiming 93%.) With every boot at the baselines' time the trend drops out and this is
+/// The likelihood is [`Posterior`]'s with the host's moves: the commits good under `h` share
+/// the good centre and the others the bad one, each centre known only to σ/√n_baseline, and
+/// every boot is moved by β·t, a linear drift of the host in boot order from the baselines'
+/// mean boot time (prior sd 1/√[`TREND_PRIOR`] σ per
+/// [`TREND_UNIT`](crate::sequential::TREND_UNIT) boots), and, with prior probability
+/// [`STEP_PRIOR`], by a lasting step from one of [`STEP_GRID`] boot times on. The centres'
+/// errors, β and the step's size are integrated out exactly (a Gaussian linear model), the
+/// step's time by summing over the grid. So a commit tested good sharpens the good centre for
+/// its neighbours, and every boot, judged by its side under `h`, tells how the host has moved.
+/// (Judging each commit alone against the baselines let evidence saturate: in `firstbad sim`
+/// 10% of `firstbad run`'s hunts at Δ/σ = 1 then spent hundreds of boots between two
+/// neighbours and stated 40% where they were right 60% of the time. Without the trend, a host
+/// slowing by 1σ per 100 boots made it name a wrong commit nine times in ten, claiming 93%.)
+/// With every boot at the baselines' time the host's moves drop out and this is
 /// [`Posterior`]'s likelihood exactly. NONE ("no single culprit", prior [`NONE_PRIOR`]) puts
-/// each tested commit at its own level of [`NONE_LEVELS`], on the boots less the most
-/// probable hypothesis's trend, with the same price for fitting one.
+/// each tested commit at its own level of [`NONE_LEVELS`], on the boots less the best fit's
+/// move of the host, with the same price for fitting one.
+///
+/// Hypotheses the tests cannot tell apart (the same row pattern) share one likelihood, which
+/// is computed once per such class.
 pub fn dag_posterior(
     n: usize,
     bad_under: &[Vec<bool>],
@@ -400,52 +514,107 @@ pub fn dag_posterior(
         "one evidence per tested commit"
     );
     let nb = evidence.first().or(reference).map_or(1.0, |e| e.n_baseline);
+    let effect = evidence.first().or(reference).map_or(0.0, |e| e.effect);
     let all = || evidence.iter().chain(reference);
     let stt: f64 = all().map(|e| e.stt).sum();
     let sty: f64 = all().map(|e| e.sty).sum();
+    // The step grid over the span of the boots' times; none when they all share one time.
+    let (lo, hi) = all()
+        .flat_map(|e| e.boots.iter().map(|b| b.1))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, t| {
+            (a.0.min(t), a.1.max(t))
+        });
+    let grid: Vec<f64> = if hi > lo {
+        (0..STEP_GRID)
+            .map(|j| lo + (hi - lo) * j as f64 / STEP_GRID as f64)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let afters: Vec<After> = evidence.iter().map(|e| after(&e.boots, &grid)).collect();
+    let ref_after = reference.map(|r| after(&r.boots, &grid));
+    let all_after: After = (0..grid.len())
+        .map(|j| {
+            afters
+                .iter()
+                .chain(ref_after.iter())
+                .fold([0.0; 3], |a, x| {
+                    [a[0] + x[j][0], a[1] + x[j][1], a[2] + x[j][2]]
+                })
+        })
+        .collect();
     let prior = ((1.0 - NONE_PRIOR) / n as f64).ln();
     let mut base = TrendSide::default();
     if let Some(r) = reference {
         base.add(r, r.above_good);
     }
-    let fits: Vec<(f64, f64)> = (0..n)
+    let mut by_class: HashMap<Vec<bool>, Fit> = HashMap::new();
+    let fits: Vec<Fit> = (0..n)
         .map(|h| {
-            let (mut good, mut bad) = (base, TrendSide::default());
-            for (b, e) in bad_under.iter().zip(evidence) {
-                if b[h] {
-                    bad.add(e, e.above_good - e.effect);
-                } else {
-                    good.add(e, e.above_good);
+            let key: Vec<bool> = bad_under.iter().map(|b| b[h]).collect();
+            *by_class.entry(key).or_insert_with_key(|key| {
+                let (mut good, mut bad) = (base, TrendSide::default());
+                let mut ka_bad = vec![0.0; grid.len()];
+                for ((&is_bad, e), a) in key.iter().zip(evidence).zip(&afters) {
+                    if is_bad {
+                        bad.add(e, e.above_good - e.effect);
+                        for (k, x) in ka_bad.iter_mut().zip(a) {
+                            *k += x[0];
+                        }
+                    } else {
+                        good.add(e, e.above_good);
+                    }
                 }
-            }
-            let (log_ev, beta) = trend_log_evidence(&good, &bad, stt, sty, nb);
-            (prior + log_ev, beta)
+                class_fit(&good, &bad, stt, sty, nb, effect, &ka_bad, &all_after)
+            })
         })
         .collect();
-    let log_h: Vec<f64> = fits.iter().map(|f| f.0).collect();
-    // NONE on the boots less the best hypothesis's trend, paying what fitting it costs there.
-    let beta = fits
+    let log_h: Vec<f64> = fits.iter().map(|f| prior + f.log_ev).collect();
+    // NONE on the boots less the best fit's move of the host, paying what fitting it costs.
+    let best = fits
         .iter()
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map_or(0.0, |f| f.1);
+        .max_by(|a, b| a.log_ev.total_cmp(&b.log_ev))
+        .copied()
+        .unwrap_or(Fit {
+            log_ev: 0.0,
+            beta: 0.0,
+            step: None,
+        });
+    let beta = best.beta;
     let ln_levels = (NONE_LEVELS.len() as f64).ln();
-    let occam = {
+    let mut occam = {
         let precision = TREND_PRIOR + all().map(|e| e.k as f64 * e.at * e.at + e.stt).sum::<f64>();
         -0.5 * (precision / TREND_PRIOR).ln()
     };
+    if !grid.is_empty() {
+        occam += match best.step {
+            Some((j, _)) => {
+                (STEP_PRIOR / grid.len() as f64).ln()
+                    - 0.5 * ((STEP_SIZE_PRIOR + all_after[j][0]) / STEP_SIZE_PRIOR).ln()
+            }
+            None => (1.0 - STEP_PRIOR).ln(),
+        };
+    }
     let within = -0.5 * (beta * beta * stt - 2.0 * beta * sty);
-    let at_level = |e: &Evidence, lev: f64| {
+    let stepped = |e: &Evidence, a: Option<&After>| match (best.step, a) {
+        (Some((j, size)), Some(a)) => size * a[j][0] / e.k as f64,
+        _ => 0.0,
+    };
+    let at_level = |e: &Evidence, a: Option<&After>, lev: f64| {
         let v = 1.0 / e.k as f64 + 1.0 / nb;
-        let r = e.above_good - beta * e.at - lev * e.effect;
+        let r = e.above_good - beta * e.at - stepped(e, a) - lev * e.effect;
         -0.5 * (r * r / v + (v * e.k as f64).ln())
     };
     let log_none = NONE_PRIOR.ln()
         + occam
         + within
-        + reference.map_or(0.0, |r| at_level(r, 0.0))
+        + reference.map_or(0.0, |r| at_level(r, ref_after.as_ref(), 0.0))
         + evidence
             .iter()
-            .map(|e| logsumexp(NONE_LEVELS.iter().map(|&lev| at_level(e, lev))) - ln_levels)
+            .zip(&afters)
+            .map(|(e, a)| {
+                logsumexp(NONE_LEVELS.iter().map(|&lev| at_level(e, Some(a), lev))) - ln_levels
+            })
             .sum::<f64>();
     let z = logsumexp(log_h.iter().copied().chain(std::iter::once(log_none)));
     (
@@ -791,10 +960,15 @@ mod tests {
         let good = commit_evidence(&m, &FLAT, &at_origin(&[35.0, 35.5])).unwrap();
         let bad = commit_evidence(&m, &FLAT, &at_origin(&[45.0, 44.5])).unwrap();
         // b tested good, c tested bad: c is the culprit, and clearly so at Δ/σ ≈ 5.
-        let p = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], None, 2);
+        let p = dag_confidence(
+            &line_bad_under(&[1, 2]),
+            &[good.clone(), bad.clone()],
+            None,
+            2,
+        );
         assert!(p > 0.99, "{p}");
         // Only c tested (bad): a, b and c cannot be told apart; the class holds them all.
-        let p_class = dag_confidence(&line_bad_under(&[2]), &[bad], None, 2);
+        let p_class = dag_confidence(&line_bad_under(&[2]), std::slice::from_ref(&bad), None, 2);
         assert!(p_class > 0.99, "{p_class}");
         // Claiming b when b looked good is not supported.
         let p_b = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], None, 1);
@@ -802,7 +976,12 @@ mod tests {
         // Half-way commits: no single culprit takes the mass.
         let mid = (35.0f64 * 45.0).sqrt();
         let half = commit_evidence(&m, &FLAT, &at_origin(&[mid; 10])).unwrap();
-        let p_half = dag_confidence(&line_bad_under(&[0, 1, 2]), &[half, half, half], None, 2);
+        let p_half = dag_confidence(
+            &line_bad_under(&[0, 1, 2]),
+            &[half.clone(), half.clone(), half],
+            None,
+            2,
+        );
         assert!(p_half < 0.5, "{p_half}");
         // A boot far beyond both centres is not evidence at all.
         assert!(commit_evidence(&m, &FLAT, &at_origin(&[400.0])).is_none());
@@ -860,6 +1039,7 @@ mod tests {
             at: 0.0,
             stt: 0.0,
             sty: 0.0,
+            boots: vec![(above_good, 0.0); k],
         };
         let evidence = [ev(2, 0.3), ev(3, -0.2)];
         let under = vec![vec![true, false, false], vec![true, true, false]];
@@ -908,7 +1088,7 @@ mod tests {
     fn the_trend_model_is_the_multivariate_normal_written_out() {
         // Reference: every boot's value written out as y = X θ + ε, θ = (good centre's error,
         // bad centre's error, trend β) ~ N(0, diag(1/nb, 1/nb, 1/λ)), ε ~ N(0, I), so y ~
-        // N(0, I + X P⁻¹ Xᵀ). Line of 3 hypotheses; commit 0 booted twice, commit 1 three
+        // N(0, I + X P⁻¹ Xᵀ); and the step mixture on top. Line of 3 hypotheses; commit 0 booted twice, commit 1 three
         // times, the good endpoint re-measured twice; values in σ above good (Δ/σ = 2), times
         // in TREND_UNIT from the baselines' mean.
         let (nb, effect) = (4.0, 2.0);
@@ -942,20 +1122,38 @@ mod tests {
                 .iter()
                 .map(|&(b, v, _)| if b { v - effect } else { v })
                 .collect();
-            let c: Vec<Vec<f64>> = rows
-                .iter()
-                .enumerate()
-                .map(|(i, a)| {
-                    rows.iter()
-                        .enumerate()
-                        .map(|(j, b)| {
-                            let same_centre = if a.0 == b.0 { 1.0 / nb } else { 0.0 };
-                            f64::from(u8::from(i == j)) + same_centre + a.2 * b.2 / TREND_PRIOR
-                        })
-                        .collect()
-                })
-                .collect();
-            ln_normal_density(&y, &c)
+            // With a step from time s on (size ~ N(0, 1/κ)): one more shared term for the boots
+            // at or after s. s runs over the grid dag_posterior uses, the span of the boots'
+            // times cut in STEP_GRID.
+            let cov = |step: Option<f64>| -> Vec<Vec<f64>> {
+                let after = |t: f64| f64::from(u8::from(step.is_some_and(|s| t >= s)));
+                rows.iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        rows.iter()
+                            .enumerate()
+                            .map(|(j, b)| {
+                                let same_centre = if a.0 == b.0 { 1.0 / nb } else { 0.0 };
+                                f64::from(u8::from(i == j))
+                                    + same_centre
+                                    + a.2 * b.2 / TREND_PRIOR
+                                    + after(a.2) * after(b.2) / STEP_SIZE_PRIOR
+                            })
+                            .collect()
+                    })
+                    .collect()
+            };
+            let (lo, hi) = (0.1, 1.4);
+            let each = (STEP_PRIOR / STEP_GRID as f64).ln();
+            logsumexp(
+                std::iter::once((1.0 - STEP_PRIOR).ln() + ln_normal_density(&y, &cov(None)))
+                    .chain((0..STEP_GRID).map(|j| {
+                        let s = lo + (hi - lo) * j as f64 / STEP_GRID as f64;
+                        each + ln_normal_density(&y, &cov(Some(s)))
+                    }))
+                    .collect::<Vec<f64>>()
+                    .into_iter(),
+            )
         };
         // h = 0: both bad; h = 1: commit 0 good, commit 1 bad; h = 2: both good.
         let (l0, l1, l2) = (

@@ -16,6 +16,8 @@
 //!   tail on the raw scale); bad is exp(Δ/σ·0.5) times slower.
 //! - `outliers`: `normal`, plus 5% of boots slowed 2-5x (a boot where something else ran).
 //! - `drift`: `normal`, plus a host drift of +1σ per 100 boots, whatever is booted.
+//! - `step`: `normal`, plus a sudden move of the host: from a boot drawn uniformly from the
+//!   first 300, every boot is 2σ slower (another job on the host, a firmware or BIOS change).
 //! - `failed`: `normal`, plus 10% of boots that fail and give no value (they still cost a boot).
 //!
 //! # Strategies
@@ -58,6 +60,9 @@ const OUTLIER_SHARE: f64 = 0.05;
 const FAIL_SHARE: f64 = 0.1;
 /// Drift per boot in units of σ: one σ per 100 boots.
 const DRIFT_PER_BOOT: f64 = 0.01;
+/// The step of the `step` kind, in σ, and the last boot it may start at.
+const STEP_SIGMAS: f64 = 2.0;
+const STEP_WITHIN: usize = 300;
 /// Attempts before a strategy gives up getting one value of a commit (failed boots).
 const MAX_ATTEMPTS: usize = 20;
 
@@ -74,6 +79,9 @@ pub enum Noise {
     Drift,
     /// Normal plus 10% failed boots.
     Failed,
+    /// Normal plus a sudden, lasting move of the host (last, so that the other kinds keep
+    /// their discriminants and with them their seeds and histories).
+    Step,
 }
 
 impl Noise {
@@ -84,6 +92,7 @@ impl Noise {
             Noise::LogNormal => "lognormal",
             Noise::Outliers => "outliers",
             Noise::Drift => "drift",
+            Noise::Step => "step",
             Noise::Failed => "failed",
         }
     }
@@ -182,6 +191,8 @@ pub struct World {
     boots: usize,
     builds: usize,
     built: Vec<bool>,
+    /// The boot from which the host is slower (`step` noise).
+    step_at: usize,
 }
 
 fn normal<R: Rng>(rng: &mut R) -> f64 {
@@ -207,6 +218,12 @@ impl World {
                 vec![a.min(b), a.max(b)]
             }
         };
+        // Drawn only for the step kind, so the other kinds' histories stay as they were.
+        let step_at = if cell.noise == Noise::Step {
+            rng.gen_range(1..=STEP_WITHIN)
+        } else {
+            usize::MAX
+        };
         World {
             n,
             culprits,
@@ -217,6 +234,7 @@ impl World {
             boots: 0,
             builds: 0,
             built: vec![false; n + 1],
+            step_at,
         }
     }
 
@@ -259,6 +277,14 @@ impl World {
             }
             Noise::Drift => {
                 Some(additive(z) + BASE * SIGMA_REL * DRIFT_PER_BOOT * self.boots as f64)
+            }
+            Noise::Step => {
+                let stepped = if self.boots >= self.step_at {
+                    STEP_SIGMAS
+                } else {
+                    0.0
+                };
+                Some(additive(z) + BASE * SIGMA_REL * stepped)
             }
             Noise::Failed => {
                 if self.rng.gen::<f64>() < FAIL_SHARE {
@@ -830,6 +856,7 @@ pub fn cells(full: bool) -> Vec<Cell> {
         Noise::LogNormal,
         Noise::Outliers,
         Noise::Drift,
+        Noise::Step,
         Noise::Failed,
     ] {
         for &n in ns {
@@ -1014,8 +1041,8 @@ mod tests {
             .flat_map(|c| Strategy::ALL.map(|s| (c, s)))
             .filter(|(c, s)| f.keeps(c, *s))
             .collect();
-        // Five noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and 2.
-        assert_eq!(kept.len(), 10 + 1 + 2);
+        // Six noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and 2.
+        assert_eq!(kept.len(), 12 + 1 + 2);
         assert!(kept
             .iter()
             .all(|(c, s)| c.n == 1024 && c.d >= 1.0 && *s == Strategy::FirstbadRun));
