@@ -16,8 +16,8 @@ use crate::journal::{
     Verdict,
 };
 use crate::posterior::{
-    commit_evidence, dag_confidence, dag_posterior, refine_budget, refine_step, Candidate,
-    RefineRule, RefineStep,
+    commit_evidence, dag_confidence, dag_host_move, dag_posterior, refine_budget, refine_step,
+    Candidate, HostMove, RefineRule, RefineStep,
 };
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
@@ -688,6 +688,23 @@ fn interleave(mut a: usize, mut b: usize, seed: u64, k: usize) -> Vec<bool> {
             first
         })
         .collect()
+}
+
+/// How the posterior saw the host move, for a person: the trend per 100 boots and a step, in
+/// σ of boot-to-boot noise, with boot numbers counted over the whole hunt from 0.
+fn host_summary(host: &HostMove, line: &Timeline) -> String {
+    let step = match host.step {
+        Some((at, size)) => format!(
+            "a step of {size:+.2}σ from about boot {:.0} on",
+            at * sequential::TREND_UNIT + line.origin
+        ),
+        None => "no step".to_owned(),
+    };
+    format!(
+        "host as the posterior saw it: trend {:+.2}σ per {} boots, {step}",
+        host.trend,
+        sequential::TREND_UNIT
+    )
 }
 
 /// A centre on the oriented log scale back in the metric's unit.
@@ -1956,22 +1973,22 @@ impl Ctx<'_> {
                 }
             }
             let reference = commit_evidence(m, &line, &reference);
-            Some(dag_confidence(
-                &under,
-                &evidence,
-                reference.as_ref(),
-                claimed,
+            let host = dag_host_move(&under, &evidence, reference.as_ref());
+            Some((
+                dag_confidence(&under, &evidence, reference.as_ref(), claimed),
+                host_summary(&host, &line),
             ))
         });
-        let confirmed = ordered && confidence.is_none_or(|p| p >= c.confidence);
-        let summary = match confidence {
-            Some(p) => format!(
-                "{retest}; posterior probability of the culprit {:.1}% (target {:.0}%)",
+        let confirmed = ordered && confidence.as_ref().is_none_or(|(p, _)| *p >= c.confidence);
+        let summary = match &confidence {
+            Some((p, host)) => format!(
+                "{retest}; posterior probability of the culprit {:.1}% (target {:.0}%); {host}",
                 p * 100.0,
                 c.confidence * 100.0
             ),
             None => retest,
         };
+        let confidence = confidence.map(|(p, _)| p);
         if confirmed {
             tracing::info!("culprit confirmed: {summary}");
         } else {
