@@ -484,8 +484,9 @@ pub struct ClassifyConfig {
     pub beta: f64,
     /// The culprit is confirmed when its posterior probability reaches this (default 0.95).
     pub confidence: f64,
-    /// Re-measure the good endpoint after every this many verdicts, to catch a host that
-    /// drifts; 0 turns it off.
+    /// Re-measure the good endpoint after every this many verdicts: the posterior's firmest
+    /// hold on how the host moves, and a check that stops the hunt on a move the earlier
+    /// re-measurements' trend does not explain; 0 turns it off.
     pub drift_check_every: u32,
     /// Interleaved boots of the culprit and its parent, each, in the final re-test; 0 turns
     /// it off.

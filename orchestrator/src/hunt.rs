@@ -850,10 +850,14 @@ fn reference_boots(state: &HuntState, good: &str) -> Vec<(f64, f64)> {
 }
 
 /// The mean boot time of the baseline boots the model came from: where its centres stand on
-/// the posterior's trend axis.
-fn trend_origin(state: &HuntState, good: &str, bad: &str) -> f64 {
+/// the posterior's trend axis. In relative mode only the good endpoint has baseline boots.
+fn trend_origin(cfg: &HuntConfig, state: &HuntState, good: &str, bad: &str) -> f64 {
     let n = state.baseline_boots.unwrap_or(0);
-    let times: Vec<f64> = [good, bad]
+    let endpoints: &[&str] = match cfg.classify.mode {
+        ClassifyMode::Baselines => &[good, bad],
+        _ => &[good],
+    };
+    let times: Vec<f64> = endpoints
         .iter()
         .flat_map(|c| state.timed(c).into_iter().take(n))
         .map(|b| b.1)
@@ -1658,9 +1662,10 @@ impl Ctx<'_> {
     }
 
     /// After every `drift_check_every` verdicts, boots the good endpoint once more and tests
-    /// its recent re-measurements against the baselines ([`sequential::drift`]): if it has
-    /// moved, the host has drifted and every verdict since the last check is suspect, so the
-    /// hunt stops for a person.
+    /// its recent re-measurements against the baselines and the earlier ones' trend
+    /// ([`sequential::drift`]): if it has moved in a way the trend does not explain, every
+    /// verdict since the last check is suspect, so the hunt stops for a person. The
+    /// re-measurements are also the posterior's firmest evidence of how the host moves.
     ///
     /// In the posterior phase (`in_refine`: the boots it has spent), where no verdicts come,
     /// the check falls every few boots of the phase instead ([`sequential::refine_drift_due`]).
@@ -1705,7 +1710,7 @@ impl Ctx<'_> {
         let batch = vec![good.to_owned(); self.host.len()];
         self.measure_boots(state, &batch).await?;
         let remeasured = reference_boots(state, good);
-        let origin = trend_origin(state, good, bad);
+        let origin = trend_origin(self.cfg, state, good, bad);
         let Some(d) = sequential::drift(&model, origin, &remeasured) else {
             // The boot failed: the next check tries again.
             return Ok(());
@@ -1797,7 +1802,7 @@ impl Ctx<'_> {
             self.drift_check(state, good, &bad, judge, Some(state.boots_since_verdict))
                 .await?;
             let reference = reference_boots(state, good);
-            let line = Timeline::new(model, trend_origin(state, good, &bad), &reference);
+            let line = Timeline::new(model, trend_origin(self.cfg, state, good, &bad), &reference);
             let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
             for (h, &t) in hypotheses.iter().enumerate() {
                 let boots = evidence_boots(self.cfg, state, dag, &dag.nodes()[t].id);
@@ -1944,7 +1949,8 @@ impl Ctx<'_> {
                 );
                 ordered = !cv.is_empty() && !pv.is_empty() && median(&co) > median(&po);
                 retest += &format!(
-                    "re-test of {} against its parent {} in {} interleaved pairs: parent median {:.3},                      culprit median {:.3} ({:+.1}%), Mann-Whitney p = {:.3}",
+                    "re-test of {} against its parent {} in {} interleaved pairs: parent median {:.3}, \
+                     culprit median {:.3} ({:+.1}%), Mann-Whitney p = {:.3}",
                     short(commit),
                     short(p),
                     cv.len().min(pv.len()),
@@ -1963,7 +1969,11 @@ impl Ctx<'_> {
             let claimed = dag.index_of(commit)?;
             let claimed = hypotheses.iter().position(|&h| h == claimed)?;
             let reference = reference_boots(state, good);
-            let line = Timeline::new(m, trend_origin(state, good, &dag.nodes()[0].id), &reference);
+            let line = Timeline::new(
+                m,
+                trend_origin(self.cfg, state, good, &dag.nodes()[0].id),
+                &reference,
+            );
             let (mut under, mut evidence) = (Vec::new(), Vec::new());
             for &t in hypotheses {
                 let boots = evidence_boots(self.cfg, state, dag, &dag.nodes()[t].id);

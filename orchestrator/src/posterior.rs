@@ -1289,7 +1289,10 @@ mod tests {
         let host = dag_host_move(&under, &evidence, reference.as_ref());
         let (when, size) = host.step.expect("a step");
         // Shrunk by the priors, and a little of it lent to the trend.
-        assert!((2.0..=3.5).contains(&size) && host.trend.abs() < 0.5, "{host:?}");
+        assert!(
+            (2.0..=3.5).contains(&size) && host.trend.abs() < 0.5,
+            "{host:?}"
+        );
         assert!((0.8..=1.4).contains(&when), "{host:?}");
     }
 
