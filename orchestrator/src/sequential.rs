@@ -573,15 +573,20 @@ mod tests {
         assert!(matches!(r, BaselineOutcome::Refuted(_)), "{r:?}");
     }
 
-    #[test]
-    fn one_outlier_boot_does_not_decide_a_good_commit() {
-        let m = Model {
+    /// Good at 35, bad at 45 (+29%), 5% noise per boot: Δ/σ ≈ 5, centres from 8 boots each.
+    fn five_sigma() -> Model {
+        Model {
             good: 35f64.ln(),
             bad: 45f64.ln(),
             sigma: 0.05,
             direction: L,
             n_baseline: 8.0,
-        };
+        }
+    }
+
+    #[test]
+    fn one_outlier_boot_does_not_decide_a_good_commit() {
+        let m = five_sigma();
         let c = SequentialConfig::default();
         // One boot 10x slower: a normal model would call it bad at once.
         let (call, llr) = classify(&m, &[350.0], &c);
@@ -594,13 +599,7 @@ mod tests {
 
     #[test]
     fn the_cap_gives_undecided() {
-        let m = Model {
-            good: 35f64.ln(),
-            bad: 45f64.ln(),
-            sigma: 0.05,
-            direction: L,
-            n_baseline: 8.0,
-        };
+        let m = five_sigma();
         let c = SequentialConfig {
             max_boots: 3,
             ..SequentialConfig::default()
@@ -644,14 +643,7 @@ mod tests {
 
     #[test]
     fn drift_is_a_move_of_the_good_endpoint_that_is_both_significant_and_large() {
-        // Good at 35, bad at 45 (+29%), 5% noise per boot: Δ/σ ≈ 5.
-        let m = Model {
-            good: 35f64.ln(),
-            bad: 45f64.ln(),
-            sigma: 0.05,
-            direction: L,
-            n_baseline: 8.0,
-        };
+        let m = five_sigma();
         // Re-measured every 10 boots after baselines centred on boot 0.
         let every_10 = |v: &[f64]| -> Vec<(f64, f64)> {
             v.iter()
@@ -681,13 +673,7 @@ mod tests {
 
     #[test]
     fn a_steady_trend_is_followed_and_a_step_stops_the_hunt() {
-        let m = Model {
-            good: 35f64.ln(),
-            bad: 45f64.ln(),
-            sigma: 0.05,
-            direction: L,
-            n_baseline: 8.0,
-        };
+        let m = five_sigma();
         let sigmas = |r: f64| (m.good + r * m.sigma).exp();
         // Every 20 boots, the host 1.5σ per 100 boots slower: by the last four re-measurements
         // good sits half-way to bad, which the baselines alone would call drift (z ≈ 4.2).
