@@ -435,7 +435,39 @@ pub struct Drift {
 /// ([`crate::posterior::dag_posterior`]) follows a linear trend of the host from every boot.
 /// What stops the hunt is a move the trend does not explain: a step (a firmware update,
 /// another job on the host), or a drift that speeds up.
+///
+/// A re-measurement far beyond both centres is an outlier boot and left out, unless the last
+/// [`DRIFT_WINDOW`] all are, on the same side: that is the host, not a stray boot (four in a
+/// row at a 5% outlier rate: about once in 160 000), and it is drift whatever the trend.
 pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Drift> {
+    let last = &remeasured[remeasured.len().saturating_sub(DRIFT_WINDOW)..];
+    let side = |v: f64| {
+        let y = oriented(v, model.direction);
+        if model.admit(v).is_some() {
+            0
+        } else if y > model.good.max(model.bad) {
+            1
+        } else {
+            -1
+        }
+    };
+    if last.len() == DRIFT_WINDOW
+        && side(last[0].0) != 0
+        && last.iter().all(|b| side(b.0) == side(last[0].0))
+    {
+        let y: Vec<f64> = last
+            .iter()
+            .map(|b| oriented(b.0, model.direction))
+            .collect();
+        let moved = median(&y) - model.good;
+        let se = model.sigma * (1.0 / DRIFT_WINDOW as f64 + 1.0 / model.n_baseline.max(1.0)).sqrt();
+        return Some(Drift {
+            shift: moved / (model.bad - model.good),
+            z: moved / se,
+            trend: 0.0,
+            drifted: true,
+        });
+    }
     let kept: Vec<(f64, f64)> = remeasured
         .iter()
         .filter_map(|&(v, t)| {
@@ -688,5 +720,13 @@ mod tests {
             .collect();
         let d = drift(&m, 0.0, &step).unwrap();
         assert!(d.drifted && d.trend.abs() < 0.1 && d.shift > 0.9, "{d:?}");
+        // A step so far that every boot after it lies beyond both centres (the outlier
+        // window): one such re-measurement is a stray boot, four in a row are the host.
+        let far: Vec<(f64, f64)> = (1..=10)
+            .map(|i| (if i > 6 { 70.0 } else { 35.0 }, 20.0 * i as f64))
+            .collect();
+        assert!(!drift(&m, 0.0, &far[..7]).unwrap().drifted);
+        let d = drift(&m, 0.0, &far).unwrap();
+        assert!(d.drifted && d.shift > 2.0, "{d:?}");
     }
 }
