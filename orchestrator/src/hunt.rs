@@ -16,8 +16,8 @@ use crate::journal::{
     Verdict,
 };
 use crate::posterior::{
-    commit_evidence, dag_confidence, dag_host_move, dag_posterior, refine_budget, refine_step,
-    Candidate, HostMove, RefineRule, RefineStep,
+    class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, refine_budget,
+    refine_step, Candidate, Evidence, HostMove, RefineRule, RefineStep,
 };
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
@@ -254,17 +254,7 @@ impl HuntState {
 
     /// The measured values of a commit's boots.
     pub fn values(&self, commit: &str) -> Vec<f64> {
-        self.boots
-            .get(commit)
-            .map(|b| {
-                b.iter()
-                    .filter_map(|r| match &r.outcome {
-                        BootOutcome::Measured { value, .. } => Some(*value),
-                        BootOutcome::Failed { .. } => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.timed(commit).into_iter().map(|b| b.0).collect()
     }
 
     /// The measured boots of a commit as (value, boot time): the time is the boot's place
@@ -866,6 +856,57 @@ fn trend_origin(cfg: &HuntConfig, state: &HuntState, good: &str, bad: &str) -> f
         0.0
     } else {
         times.iter().sum::<f64>() / times.len() as f64
+    }
+}
+
+/// What the posterior reads from a hunt's boots ([`posterior_inputs`]).
+struct PosteriorInputs {
+    /// The hypotheses (indices into the hunt's) whose commits gave evidence.
+    tested: Vec<usize>,
+    /// Their rows ([`bad_under`]).
+    under: Vec<Vec<bool>>,
+    /// Their evidence.
+    evidence: Vec<Evidence>,
+    /// The good endpoint's re-measurements, good under every hypothesis.
+    reference: Option<Evidence>,
+    /// The timeline the boots were read on.
+    line: Timeline,
+}
+
+/// Every boot of the hunt as the posterior reads it, for the posterior phase and the final
+/// confidence alike: each hypothesis's commit's evidence on the timeline of the baselines and
+/// the good endpoint's re-measurements. `rows` keeps each tested commit's row across calls.
+fn posterior_inputs(
+    cfg: &HuntConfig,
+    state: &HuntState,
+    good: &str,
+    model: &Model,
+    dag: &Dag,
+    hypotheses: &[usize],
+    rows: &mut HashMap<usize, Vec<bool>>,
+) -> PosteriorInputs {
+    let remeasured = reference_boots(state, good);
+    let origin = trend_origin(cfg, state, good, &dag.nodes()[0].id);
+    let line = Timeline::new(model, origin, &remeasured);
+    let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
+    for (h, &t) in hypotheses.iter().enumerate() {
+        let boots = evidence_boots(cfg, state, dag, &dag.nodes()[t].id);
+        if let Some(e) = commit_evidence(model, &line, &boots) {
+            let row = rows
+                .entry(t)
+                .or_insert_with(|| bad_under(dag, hypotheses, t))
+                .clone();
+            tested.push(h);
+            under.push(row);
+            evidence.push(e);
+        }
+    }
+    PosteriorInputs {
+        tested,
+        under,
+        evidence,
+        reference: commit_evidence(model, &line, &remeasured),
+        line,
     }
 }
 
@@ -1796,30 +1837,21 @@ impl Ctx<'_> {
             n_baseline: model.n_baseline,
         };
         let mut rows: HashMap<usize, Vec<bool>> = HashMap::new();
-        let bad = dag.nodes()[0].id.clone();
+        let bad = &dag.nodes()[0].id;
         loop {
             // No verdicts come in this phase: the good endpoint is re-measured every few boots.
-            self.drift_check(state, good, &bad, judge, Some(state.boots_since_verdict))
+            self.drift_check(state, good, bad, judge, Some(state.boots_since_verdict))
                 .await?;
-            let reference = reference_boots(state, good);
-            let line = Timeline::new(model, trend_origin(self.cfg, state, good, &bad), &reference);
-            let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
-            for (h, &t) in hypotheses.iter().enumerate() {
-                let boots = evidence_boots(self.cfg, state, dag, &dag.nodes()[t].id);
-                if let Some(e) = commit_evidence(model, &line, &boots) {
-                    let row = rows
-                        .entry(t)
-                        .or_insert_with(|| bad_under(dag, hypotheses, t))
-                        .clone();
-                    tested.push(h);
-                    under.push(row);
-                    evidence.push(e);
-                }
-            }
+            let PosteriorInputs {
+                tested,
+                under,
+                evidence,
+                reference,
+                line,
+            } = posterior_inputs(self.cfg, state, good, model, dag, hypotheses, &mut rows);
             if tested.is_empty() {
                 return Ok(end);
             }
-            let reference = commit_evidence(model, &line, &reference);
             let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence, reference.as_ref());
             let candidate = |h: usize| {
                 let id = &dag.nodes()[hypotheses[h]].id;
@@ -1968,25 +2000,27 @@ impl Ctx<'_> {
         let confidence = judge.model().and_then(|m| {
             let claimed = dag.index_of(commit)?;
             let claimed = hypotheses.iter().position(|&h| h == claimed)?;
-            let reference = reference_boots(state, good);
-            let line = Timeline::new(
+            let inputs = posterior_inputs(
+                self.cfg,
+                state,
+                good,
                 m,
-                trend_origin(self.cfg, state, good, &dag.nodes()[0].id),
-                &reference,
+                dag,
+                hypotheses,
+                &mut HashMap::new(),
             );
-            let (mut under, mut evidence) = (Vec::new(), Vec::new());
-            for &t in hypotheses {
-                let boots = evidence_boots(self.cfg, state, dag, &dag.nodes()[t].id);
-                if let Some(e) = commit_evidence(m, &line, &boots) {
-                    under.push(bad_under(dag, hypotheses, t));
-                    evidence.push(e);
-                }
+            if inputs.under.is_empty() {
+                return None;
             }
-            let reference = commit_evidence(m, &line, &reference);
-            let host = dag_host_move(&under, &evidence, reference.as_ref());
+            let (p, _, host) = dag_posterior_with_host(
+                hypotheses.len(),
+                &inputs.under,
+                &inputs.evidence,
+                inputs.reference.as_ref(),
+            );
             Some((
-                dag_confidence(&under, &evidence, reference.as_ref(), claimed),
-                host_summary(&host, &line),
+                class_probability(&inputs.under, &p, claimed),
+                host_summary(&host, &inputs.line),
             ))
         });
         let confirmed = ordered && confidence.as_ref().is_none_or(|(p, _)| *p >= c.confidence);

@@ -508,7 +508,7 @@ pub fn dag_posterior(
     evidence: &[Evidence],
     reference: Option<&Evidence>,
 ) -> (Vec<f64>, f64) {
-    let (p, none, _) = dag_fit(n, bad_under, evidence, reference);
+    let (p, none, _) = dag_posterior_with_host(n, bad_under, evidence, reference);
     (p, none)
 }
 
@@ -524,17 +524,9 @@ pub struct HostMove {
     pub step: Option<(f64, f64)>,
 }
 
-/// [`HostMove`] for the hypotheses and boots of [`dag_posterior`].
-pub fn dag_host_move(
-    bad_under: &[Vec<bool>],
-    evidence: &[Evidence],
-    reference: Option<&Evidence>,
-) -> HostMove {
-    let n = bad_under.first().map_or(1, Vec::len);
-    dag_fit(n, bad_under, evidence, reference).2
-}
-
-fn dag_fit(
+/// [`dag_posterior`], and how the host moved as its most probable hypothesis explains the
+/// boots ([`HostMove`]).
+pub fn dag_posterior_with_host(
     n: usize,
     bad_under: &[Vec<bool>],
     evidence: &[Evidence],
@@ -673,8 +665,14 @@ pub fn dag_confidence(
     let n = bad_under.first().map_or(0, Vec::len);
     assert!(claimed < n, "the claimed culprit is a hypothesis");
     let (p, _) = dag_posterior(n, bad_under, evidence, reference);
+    class_probability(bad_under, &p, claimed)
+}
+
+/// The probability `p` puts on `claimed` and the hypotheses the tests cannot tell from it
+/// (the same pattern over the tested commits' rows `bad_under`); see [`dag_confidence`].
+pub fn class_probability(bad_under: &[Vec<bool>], p: &[f64], claimed: usize) -> f64 {
     let same = |h: usize| bad_under.iter().all(|b| b[h] == b[claimed]);
-    (0..n).filter(|&h| same(h)).map(|h| p[h]).sum()
+    (0..p.len()).filter(|&h| same(h)).map(|h| p[h]).sum()
 }
 
 /// Build cost of a commit not built yet, in boots, for the posterior phase's choice (as for
@@ -1246,11 +1244,8 @@ mod tests {
             under.push((0..8).map(|h| h <= *t).collect::<Vec<bool>>());
             evidence.push(commit_evidence(&m, &line, b).unwrap());
         }
-        let host = dag_host_move(
-            &under,
-            &evidence,
-            commit_evidence(&m, &line, &refs).as_ref(),
-        );
+        let reference = commit_evidence(&m, &line, &refs);
+        let (_, _, host) = dag_posterior_with_host(8, &under, &evidence, reference.as_ref());
         assert!((host.trend - 1.5).abs() < 0.3, "{host:?}");
         // The same boots read as if the host stood still point at 4 instead.
         let still = posterior(false);
@@ -1286,7 +1281,7 @@ mod tests {
         let reference = commit_evidence(&m, &FLAT, &refs);
         let (p, _) = dag_posterior(8, &under, &evidence, reference.as_ref());
         assert!(p[5] > 0.95, "{p:?}");
-        let host = dag_host_move(&under, &evidence, reference.as_ref());
+        let (_, _, host) = dag_posterior_with_host(8, &under, &evidence, reference.as_ref());
         let (when, size) = host.step.expect("a step");
         // Shrunk by the priors, and a little of it lent to the trend.
         assert!(

@@ -443,7 +443,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             }
         }
         let reference = commit_evidence(&model, &line, &values[0]);
-        (tested, under, evidence, reference)
+        (tested, under, evidence, reference, line)
     };
     // The posterior phase, as the hunt's `refine`: the same pure step on the same evidence.
     let rule = RefineRule {
@@ -463,7 +463,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 return NOTHING; // the hunt pauses for a person
             }
         }
-        let (tested, under, evidence, reference) = gather(&values);
+        let (tested, under, evidence, reference, line) = gather(&values);
         let (p, _) = dag_posterior(n, &under, &evidence, reference.as_ref());
         // On a line, P(commit h + 1 bad) is the mass of the hypotheses at or before h.
         let prefix: Vec<f64> = p
@@ -473,7 +473,6 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 Some(*acc)
             })
             .collect();
-        let line = Timeline::new(&model, origin, &values[0]);
         let candidate = |h: usize| Candidate {
             usable: !values[h + 1].is_empty() || failures[h + 1] < MAX_FAILED,
             built: w.built[h + 1],
@@ -509,7 +508,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             }
         }
     }
-    let (_, under, evidence, reference) = gather(&values);
+    let (_, under, evidence, reference, _) = gather(&values);
     // An unconfirmed culprit is still printed (with exit code 4 and its low confidence), so it
     // counts as named here; its stated confidence is what calibration checks.
     let confidence = dag_confidence(&under, &evidence, reference.as_ref(), c - 1);
