@@ -105,9 +105,15 @@ enum Command {
         /// Only these history shapes: one, none, two.
         #[arg(long, value_delimiter = ',')]
         shape: Vec<String>,
-        /// Only these strategies, e.g. `--strategy firstbad,firstbad-run`.
-        #[arg(long, value_delimiter = ',')]
+        /// Only these strategies, e.g. `--strategy firstbad,firstbad-run,majority-25`: git-bisect-K,
+        /// majority-K (odd), lkp-gap-K and pinpoint-K take any repeat count K.
+        #[arg(long, value_delimiter = ',', value_parser = strategy_name)]
         strategy: Vec<String>,
+        /// Boots at equal accuracy: per cell, raise the repeat counts of git bisect, majority
+        /// vote, LKP and Pinpoint until each is as accurate as `firstbad run` on the same
+        /// histories, and print what that costs against firstbad's boots.
+        #[arg(long, conflicts_with = "strategy")]
+        matched: bool,
     },
 }
 
@@ -347,7 +353,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             noise,
             shape,
             strategy,
+            matched,
         } => {
+            if matched {
+                return sim_matched(full, replicates, seed, n, d, noise, shape);
+            }
             let filter = firstbad::sim::Filter {
                 n,
                 d,
@@ -369,6 +379,57 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit_code::OK)
         }
     }
+}
+
+/// Checks a `--strategy` name against [`firstbad::sim::Strategy::from_name`].
+fn strategy_name(s: &str) -> Result<String, String> {
+    match firstbad::sim::Strategy::from_name(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!(
+            "unknown strategy {s:?}: one of firstbad, firstbad-greedy, firstbad-run, git-bisect-K, \
+             majority-K (K odd), lkp-gap, lkp-gap-K, pinpoint, pinpoint-K"
+        )),
+    }
+}
+
+/// `firstbad sim --matched`: boots at equal accuracy for every cell the filter keeps.
+fn sim_matched(
+    full: bool,
+    replicates: Option<usize>,
+    seed: u64,
+    n: Vec<usize>,
+    d: Vec<f64>,
+    noise: Vec<String>,
+    shape: Vec<String>,
+) -> anyhow::Result<u8> {
+    use firstbad::sim;
+    let filter = sim::Filter {
+        n,
+        d,
+        noise,
+        shape,
+        strategy: Vec::new(),
+    };
+    let reps = replicates.unwrap_or(if full {
+        sim::FULL_REPLICATES
+    } else {
+        sim::QUICK_REPLICATES
+    });
+    let mut rows = Vec::new();
+    for cell in sim::cells(full).iter().filter(|c| filter.keeps_cell(c)) {
+        let m = sim::matched(cell, reps, seed, |r| {
+            eprintln!(
+                "{}: {:.1}% right, {:.0} boots",
+                r.strategy.name(),
+                100.0 * r.accuracy,
+                r.boots_mean
+            )
+        });
+        eprint!("{}", sim::matched_markdown(&m));
+        rows.extend(m);
+    }
+    print!("{}", sim::matched_markdown(&rows));
+    Ok(exit_code::OK)
 }
 
 /// Prints (or writes to `output`) the report in `format`, or the bisect log for `None`.

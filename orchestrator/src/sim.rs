@@ -133,7 +133,9 @@ pub struct Cell {
     pub shape: Shape,
 }
 
-/// Strategies compared.
+/// Strategies compared. The four people use today take a repeat count: the published setting
+/// is in [`Strategy::ALL`], and [`matched`] raises it until the strategy is as accurate as
+/// `firstbad run`, to compare boots at equal accuracy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
     /// firstbad: sequential classifier + posterior search, staying on a commit while undecided.
@@ -144,41 +146,67 @@ pub enum Strategy {
     /// drift check of the good endpoint every 4 verdicts, a final re-test against the parent,
     /// and the DAG posterior's probability as the stated confidence.
     FirstbadRun,
-    /// git bisect, one boot per commit, midpoint threshold.
-    GitBisect1,
-    /// Five boots per commit, majority vote.
-    Majority5,
-    /// LKP's non-overlap gap rule.
-    LkpGap,
-    /// Chromium Pinpoint's comparison.
-    Pinpoint,
+    /// git bisect with `k` boots per commit: their mean against the midpoint of the endpoints'
+    /// means. `k = 1` is plain git bisect; more is a wrapper script that averages.
+    GitBisect(u32),
+    /// `k` boots per commit (odd), majority vote against the endpoints' midpoint.
+    Majority(u32),
+    /// LKP's non-overlap gap rule, `k` runs a round (LKP's default is 3), at most `4k`.
+    LkpGap(u32),
+    /// Chromium Pinpoint's comparison, starting at `k` repeats (Pinpoint's is 10) and doubling
+    /// up to `16k`.
+    Pinpoint(u32),
 }
 
 impl Strategy {
-    /// Every strategy, firstbad first.
+    /// Every strategy, firstbad first; the others at their published repeat counts.
     pub const ALL: [Strategy; 7] = [
         Strategy::Firstbad,
         Strategy::FirstbadGreedy,
         Strategy::FirstbadRun,
-        Strategy::GitBisect1,
-        Strategy::Majority5,
-        Strategy::LkpGap,
-        Strategy::Pinpoint,
+        Strategy::GitBisect(1),
+        Strategy::Majority(5),
+        Strategy::LkpGap(LKP_RUNS),
+        Strategy::Pinpoint(PINPOINT_START),
     ];
 
-    /// Short name in tables.
-    pub fn name(self) -> &'static str {
+    /// Short name in tables: `git-bisect-1`, `majority-5`, `lkp-gap`, `pinpoint`; a repeat
+    /// count other than the published one is appended, as in `pinpoint-40`.
+    pub fn name(self) -> String {
         match self {
-            Strategy::Firstbad => "firstbad",
-            Strategy::FirstbadGreedy => "firstbad-greedy",
-            Strategy::FirstbadRun => "firstbad-run",
-            Strategy::GitBisect1 => "git-bisect-1",
-            Strategy::Majority5 => "majority-5",
-            Strategy::LkpGap => "lkp-gap",
-            Strategy::Pinpoint => "pinpoint",
+            Strategy::Firstbad => "firstbad".into(),
+            Strategy::FirstbadGreedy => "firstbad-greedy".into(),
+            Strategy::FirstbadRun => "firstbad-run".into(),
+            Strategy::GitBisect(k) => format!("git-bisect-{k}"),
+            Strategy::Majority(k) => format!("majority-{k}"),
+            Strategy::LkpGap(LKP_RUNS) => "lkp-gap".into(),
+            Strategy::LkpGap(k) => format!("lkp-gap-{k}"),
+            Strategy::Pinpoint(PINPOINT_START) => "pinpoint".into(),
+            Strategy::Pinpoint(k) => format!("pinpoint-{k}"),
+        }
+    }
+
+    /// The strategy a [`Strategy::name`] names, any repeat count allowed (`majority-25`).
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        if let Some(s) = Strategy::ALL.into_iter().find(|s| s.name() == name) {
+            return Some(s);
+        }
+        let (family, k) = name.rsplit_once('-')?;
+        let k: u32 = k.parse().ok().filter(|&k| k >= 1)?;
+        match family {
+            "git-bisect" => Some(Strategy::GitBisect(k)),
+            "majority" if k % 2 == 1 => Some(Strategy::Majority(k)),
+            "lkp-gap" => Some(Strategy::LkpGap(k)),
+            "pinpoint" => Some(Strategy::Pinpoint(k)),
+            _ => None,
         }
     }
 }
+
+/// LKP's runs per kernel.
+const LKP_RUNS: u32 = 3;
+/// Pinpoint's first repeat count.
+const PINPOINT_START: u32 = 10;
 
 /// A synthetic history being measured: levels, noise, and the cost so far.
 pub struct World {
@@ -571,10 +599,10 @@ fn firstbad(w: &mut World, greedy: bool) -> Outcome {
     }
 }
 
-fn git_bisect_1(w: &mut World) -> Outcome {
+fn git_bisect(w: &mut World, k: usize) -> Outcome {
     let n = w.n;
-    let g = mean(&w.measure(0, 1));
-    let b = mean(&w.measure(n, 1));
+    let g = mean(&w.measure(0, k));
+    let b = mean(&w.measure(n, k));
     if b.partial_cmp(&g) != Some(std::cmp::Ordering::Greater) {
         return Outcome {
             culprit: None,
@@ -582,7 +610,7 @@ fn git_bisect_1(w: &mut World) -> Outcome {
         };
     }
     let thr = (g + b) / 2.0;
-    bisect(w, |w, mid| mean(&w.measure(mid, 1)) > thr)
+    bisect(w, |w, mid| mean(&w.measure(mid, k)) > thr)
 }
 
 /// Plain binary search on the linear history with a hard verdict (true = bad).
@@ -626,33 +654,33 @@ fn range(v: &[f64]) -> (f64, f64) {
         })
 }
 
-fn lkp_gap(w: &mut World) -> Outcome {
-    // LKP runs each kernel 3 times by default and adds runs when in doubt; 12 caps it.
-    const RUNS: usize = 3;
-    const MAX_RUNS: usize = 12;
+fn lkp_gap(w: &mut World, runs: usize) -> Outcome {
+    // LKP runs each kernel 3 times by default and adds runs when in doubt; 12 caps it. Here
+    // `runs` a round, at most four rounds.
+    let max_runs = 4 * runs;
     let n = w.n;
-    let mut good = w.measure(0, RUNS);
-    let mut bad = w.measure(n, RUNS);
+    let mut good = w.measure(0, runs);
+    let mut bad = w.measure(n, runs);
     loop {
         let (_, gmax) = range(&good);
         let (bmin, _) = range(&bad);
         if bmin > gmax {
             break;
         }
-        if good.len() >= MAX_RUNS {
+        if good.len() >= max_runs {
             return Outcome {
                 culprit: None,
                 confidence: None,
             };
         }
-        good.extend(w.measure(0, RUNS));
-        bad.extend(w.measure(n, RUNS));
+        good.extend(w.measure(0, runs));
+        bad.extend(w.measure(n, runs));
     }
     let (_, gmax) = range(&good);
     let (bmin, _) = range(&bad);
     let (gm, bm) = (mean(&good), mean(&bad));
     bisect(w, |w, mid| {
-        let mut v = w.measure(mid, RUNS);
+        let mut v = w.measure(mid, runs);
         loop {
             let (cmin, cmax) = range(&v);
             let above_good = cmin > gmax;
@@ -660,11 +688,11 @@ fn lkp_gap(w: &mut World) -> Outcome {
             if above_good != below_bad {
                 return above_good;
             }
-            if v.len() >= MAX_RUNS {
+            if v.len() >= max_runs {
                 let m = mean(&v);
                 return (m - gm).abs() > (m - bm).abs();
             }
-            v.extend(w.measure(mid, RUNS));
+            v.extend(w.measure(mid, runs));
         }
     })
 }
@@ -689,17 +717,16 @@ fn pinpoint_compare(a: &[f64], b: &[f64]) -> Comparison {
     }
 }
 
-fn pinpoint(w: &mut World) -> Outcome {
-    // Pinpoint starts at 10 repeats and doubles up to 160.
-    const START: usize = 10;
-    const MAX: usize = 160;
+fn pinpoint(w: &mut World, start: usize) -> Outcome {
+    // Pinpoint starts at 10 repeats and doubles up to 160; here from `start`, four doublings.
+    let max = 16 * start;
     let n = w.n;
-    let mut good = w.measure(0, START);
-    let mut bad = w.measure(n, START);
+    let mut good = w.measure(0, start);
+    let mut bad = w.measure(n, start);
     loop {
         match pinpoint_compare(&good, &bad) {
             Comparison::Different => break,
-            Comparison::Unknown if good.len() < MAX => {
+            Comparison::Unknown if good.len() < max => {
                 let k = good.len();
                 good.extend(w.measure(0, k));
                 bad.extend(w.measure(n, k));
@@ -713,7 +740,7 @@ fn pinpoint(w: &mut World) -> Outcome {
         }
     }
     bisect(w, |w, mid| {
-        let mut v = w.measure(mid, START);
+        let mut v = w.measure(mid, start);
         loop {
             if good.len() < v.len() {
                 let k = v.len() - good.len();
@@ -721,7 +748,7 @@ fn pinpoint(w: &mut World) -> Outcome {
             }
             match pinpoint_compare(&good[..v.len().min(good.len())], &v) {
                 Comparison::Different => return true,
-                Comparison::Unknown if v.len() < MAX => {
+                Comparison::Unknown if v.len() < max => {
                     let k = v.len();
                     v.extend(w.measure(mid, k));
                 }
@@ -738,10 +765,10 @@ pub fn run_one(strategy: Strategy, cell: &Cell, seed: u64) -> (Outcome, World) {
         Strategy::Firstbad => firstbad(&mut w, false),
         Strategy::FirstbadGreedy => firstbad(&mut w, true),
         Strategy::FirstbadRun => firstbad_run(&mut w),
-        Strategy::GitBisect1 => git_bisect_1(&mut w),
-        Strategy::Majority5 => majority(&mut w, 5),
-        Strategy::LkpGap => lkp_gap(&mut w),
-        Strategy::Pinpoint => pinpoint(&mut w),
+        Strategy::GitBisect(k) => git_bisect(&mut w, k as usize),
+        Strategy::Majority(k) => majority(&mut w, k as usize),
+        Strategy::LkpGap(k) => lkp_gap(&mut w, k as usize),
+        Strategy::Pinpoint(k) => pinpoint(&mut w, k as usize),
     };
     (o, w)
 }
@@ -911,16 +938,35 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn keeps(&self, cell: &Cell, s: Strategy) -> bool {
-        fn any<T>(v: &[T], ok: impl Fn(&T) -> bool) -> bool {
-            v.is_empty() || v.iter().any(ok)
+    /// The strategies named (any repeat count, see [`Strategy::from_name`]; unknown names are
+    /// dropped), or [`Strategy::ALL`] when none is.
+    pub fn strategies(&self) -> Vec<Strategy> {
+        if self.strategy.is_empty() {
+            Strategy::ALL.to_vec()
+        } else {
+            self.strategy
+                .iter()
+                .filter_map(|n| Strategy::from_name(n))
+                .collect()
         }
+    }
+
+    /// Whether `cell` passes the N, Δ/σ, noise and shape lists.
+    pub fn keeps_cell(&self, cell: &Cell) -> bool {
         any(&self.n, |&n| n == cell.n)
             && any(&self.d, |&d| d == cell.d)
             && any(&self.noise, |x| x == cell.noise.name())
             && any(&self.shape, |x| x == cell.shape.name())
-            && any(&self.strategy, |x| x == s.name())
     }
+
+    fn keeps(&self, cell: &Cell, s: Strategy) -> bool {
+        self.keeps_cell(cell) && any(&self.strategy, |x| *x == s.name())
+    }
+}
+
+/// True when `v` is empty (no filter) or an element passes.
+fn any<T>(v: &[T], ok: impl Fn(&T) -> bool) -> bool {
+    v.is_empty() || v.iter().any(ok)
 }
 
 /// Runs every strategy on every cell of the quick or full run that `filter` keeps; `progress`
@@ -937,9 +983,10 @@ pub fn table(
     } else {
         QUICK_REPLICATES
     });
+    let strategies = filter.strategies();
     let mut out = Vec::new();
     for cell in cells(full) {
-        for s in Strategy::ALL {
+        for &s in &strategies {
             if !filter.keeps(&cell, s) {
                 continue;
             }
@@ -949,6 +996,147 @@ pub fn table(
         }
     }
     out
+}
+
+/// A strategy family (its repeat count to a strategy) and the repeat counts to try.
+pub type Ladder = (fn(u32) -> Strategy, &'static [u32]);
+
+/// Repeat counts [`matched`] tries, per strategy family, smallest (the published one) first.
+/// Majority votes stay odd; Pinpoint and LKP grow by about √2 a step. Averaging git bisect,
+/// the one that gets there, is finer where it does (Δ/σ = 1 needs 30 to 50), so that the
+/// interpolation in [`Matched::boots_at_equal_accuracy`] spans a few points of accuracy.
+pub const MATCH_LADDERS: [Ladder; 4] = [
+    (
+        Strategy::GitBisect,
+        &[
+            1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 96, 128,
+        ],
+    ),
+    (
+        Strategy::Majority,
+        &[5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129],
+    ),
+    (Strategy::LkpGap, &[3, 4, 6, 8, 12, 16, 24, 32]),
+    (Strategy::Pinpoint, &[10, 14, 20, 28, 40, 56, 80, 112]),
+];
+
+/// One strategy family made as accurate as `firstbad run` by raising its repeat count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matched {
+    /// `firstbad run` on the cell: the accuracy to reach, and its boots.
+    pub firstbad: CellResult,
+    /// The family at the smallest repeat count that reached that accuracy, or at the largest
+    /// tried when none did.
+    pub at: CellResult,
+    /// The repeat count one step smaller, when there is one.
+    pub below: Option<CellResult>,
+}
+
+impl Matched {
+    /// Whether the family reached `firstbad run`'s accuracy.
+    pub fn reached(&self) -> bool {
+        self.at.accuracy >= self.firstbad.accuracy
+    }
+
+    /// The family's mean boots at exactly `firstbad run`'s accuracy, interpolated linearly
+    /// between the two repeat counts that bracket it; `None` when it was not reached.
+    pub fn boots_at_equal_accuracy(&self) -> Option<f64> {
+        if !self.reached() {
+            return None;
+        }
+        let hi = &self.at;
+        Some(match &self.below {
+            Some(lo) if hi.accuracy > lo.accuracy => {
+                let t = (self.firstbad.accuracy - lo.accuracy) / (hi.accuracy - lo.accuracy);
+                lo.boots_mean + t.clamp(0.0, 1.0) * (hi.boots_mean - lo.boots_mean)
+            }
+            _ => hi.boots_mean,
+        })
+    }
+}
+
+/// Boots at equal accuracy (issue 4's target): runs `firstbad run` on `cell`, then raises each
+/// family's repeat count along [`MATCH_LADDERS`] until it is at least as accurate on the same
+/// histories. `progress` sees every result as it completes.
+pub fn matched(
+    cell: &Cell,
+    replicates: usize,
+    seed: u64,
+    mut progress: impl FnMut(&CellResult),
+) -> Vec<Matched> {
+    let firstbad = run_cell(Strategy::FirstbadRun, cell, replicates, seed);
+    progress(&firstbad);
+    MATCH_LADDERS
+        .iter()
+        .map(|(family, ladder)| {
+            let mut below = None;
+            let mut at = None;
+            for &k in *ladder {
+                let r = run_cell(family(k), cell, replicates, seed);
+                progress(&r);
+                let done = r.accuracy >= firstbad.accuracy;
+                below = at.replace(r);
+                if done {
+                    break;
+                }
+            }
+            Matched {
+                firstbad: firstbad.clone(),
+                at: at.expect("every ladder has a rung"),
+                below,
+            }
+        })
+        .collect()
+}
+
+/// The table of [`matched`] results (Markdown).
+pub fn matched_markdown(results: &[Matched]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "| N | Δ/σ | noise | culprits | firstbad-run: right, boots | as accurate | right, boots | \
+         one step fewer | boots at equal accuracy | firstbad-run's share |\n",
+    );
+    s.push_str("|---:|---:|---|---|---|---|---|---|---:|---:|\n");
+    for m in results {
+        let c = &m.firstbad.cell;
+        let fb = format!("{}, {:.0}", pct(m.firstbad.accuracy), m.firstbad.boots_mean);
+        let at = if m.reached() {
+            m.at.strategy.name()
+        } else {
+            format!("not reached by {}", m.at.strategy.name())
+        };
+        let below = m.below.as_ref().map_or("—".to_string(), |b| {
+            format!(
+                "{}: {}, {:.0}",
+                b.strategy.name(),
+                pct(b.accuracy),
+                b.boots_mean
+            )
+        });
+        let (equal, share) = match m.boots_at_equal_accuracy() {
+            Some(b) => (
+                format!("{b:.0}"),
+                format!("{:.2}×", m.firstbad.boots_mean / b),
+            ),
+            None => ("—".to_string(), "—".to_string()),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {}, {:.0} | {} | {} | {} |",
+            c.n,
+            c.d,
+            c.noise.name(),
+            c.shape.name(),
+            fb,
+            at,
+            pct(m.at.accuracy),
+            m.at.boots_mean,
+            below,
+            equal,
+            share
+        );
+    }
+    s
 }
 
 fn pct(x: f64) -> String {
@@ -1023,7 +1211,11 @@ mod tests {
             let r = run_cell(s, &cell, 20, 1);
             // Pinpoint's min of two p-values calls a good commit different from good in a few
             // percent of comparisons even without noise effects, so it may miss once in 20.
-            let floor = if s == Strategy::Pinpoint { 0.9 } else { 1.0 };
+            let floor = if s == Strategy::Pinpoint(PINPOINT_START) {
+                0.9
+            } else {
+                1.0
+            };
             assert!(r.accuracy >= floor, "{s:?}: {r:?}");
         }
     }
@@ -1045,6 +1237,79 @@ mod tests {
         assert!(kept
             .iter()
             .all(|(c, s)| c.n == 1024 && c.d >= 1.0 && *s == Strategy::FirstbadRun));
-        assert!(Filter::default().keeps(&cells(false)[0], Strategy::Pinpoint));
+        assert!(Filter::default().keeps(&cells(false)[0], Strategy::Pinpoint(PINPOINT_START)));
+    }
+
+    #[test]
+    fn a_strategy_is_found_again_from_its_name() {
+        for s in Strategy::ALL.into_iter().chain(
+            MATCH_LADDERS
+                .iter()
+                .flat_map(|(f, l)| l.iter().map(|&k| f(k))),
+        ) {
+            assert_eq!(Strategy::from_name(&s.name()), Some(s), "{}", s.name());
+        }
+        assert_eq!(
+            Strategy::from_name("pinpoint"),
+            Some(Strategy::Pinpoint(10))
+        );
+        assert_eq!(Strategy::from_name("lkp-gap"), Some(Strategy::LkpGap(3)));
+        assert_eq!(Strategy::from_name("lkp-gap-3"), Some(Strategy::LkpGap(3)));
+        for bad in [
+            "majority-4",
+            "git-bisect-0",
+            "git-bisect",
+            "bisect-3",
+            "pinpoint-x",
+        ] {
+            assert_eq!(Strategy::from_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn boots_at_equal_accuracy_interpolate_between_the_bracketing_repeat_counts() {
+        let cell = Cell {
+            n: 64,
+            d: 1.0,
+            noise: Noise::Normal,
+            shape: Shape::OneCulprit,
+        };
+        let result = |strategy, accuracy, boots_mean| CellResult {
+            cell,
+            strategy,
+            replicates: 1000,
+            accuracy,
+            wrong: 1.0 - accuracy,
+            no_culprit: 0.0,
+            boots_mean,
+            boots_p95: boots_mean,
+            builds_mean: 8.0,
+            builds_p95: 8.0,
+            claimed: None,
+            observed: None,
+        };
+        let firstbad = result(Strategy::FirstbadRun, 0.96, 185.0);
+        let m = Matched {
+            firstbad: firstbad.clone(),
+            at: result(Strategy::GitBisect(48), 0.99, 384.0),
+            below: Some(result(Strategy::GitBisect(32), 0.94, 256.0)),
+        };
+        // 0.96 is two fifths of the way from 0.94 to 0.99: 256 + 0.4 · 128.
+        let b = m.boots_at_equal_accuracy().expect("reached");
+        assert!((b - 307.2).abs() < 1e-9, "{b}");
+        assert!(matched_markdown(std::slice::from_ref(&m)).contains("| 307 | 0.60× |"));
+        // The first rung already as accurate: its own boots, not an extrapolation below it.
+        let first = Matched {
+            below: None,
+            ..m.clone()
+        };
+        assert_eq!(first.boots_at_equal_accuracy(), Some(384.0));
+        // Never reached: no figure, and the table says so.
+        let short = Matched {
+            at: result(Strategy::Pinpoint(112), 0.92, 1456.0),
+            ..m
+        };
+        assert_eq!(short.boots_at_equal_accuracy(), None);
+        assert!(matched_markdown(&[short]).contains("not reached by pinpoint-112"));
     }
 }
