@@ -377,6 +377,11 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         confirmation.2
     );
     assert!(stdout.contains("confirmed: re-test of"), "{stdout}");
+    // And how much of the regression the culprit's step is.
+    assert!(
+        stdout.contains("of the way from good to bad, the parent sits at"),
+        "{stdout}"
+    );
 
     // The report names the culprit; the log replays in git and git agrees.
     let report = firstbad().arg("report").arg(&hunt).output().unwrap();

@@ -16,8 +16,8 @@ use crate::journal::{
     Verdict,
 };
 use crate::posterior::{
-    class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, refine_budget,
-    refine_step, Candidate, Evidence, HostMove, RefineRule, RefineStep,
+    class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, level,
+    refine_budget, refine_step, Candidate, Evidence, HostMove, Level, RefineRule, RefineStep,
 };
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
@@ -695,6 +695,41 @@ fn host_summary(host: &HostMove, line: &Timeline) -> String {
         host.trend,
         sequential::TREND_UNIT
     )
+}
+
+/// Where the culprit and its parent sit between good (0%) and bad (100%), with 95% intervals
+/// ([`level`]), and what to do when the step between them is not the whole regression: when
+/// the culprit is clearly short of bad, more of it came later (hunt again from the culprit);
+/// when the parent is clearly above good, some came earlier (hunt again up to the parent).
+fn partial_summary(parent: Level, culprit: Level, parent_id: &str, culprit_id: &str) -> String {
+    let pct = |l: &Level| {
+        format!(
+            "{:.0}% (95% interval {:.0} to {:.0}%)",
+            100.0 * l.level,
+            100.0 * l.lo,
+            100.0 * l.hi
+        )
+    };
+    let mut s = format!(
+        "of the way from good to bad, the parent sits at {} and the culprit at {}",
+        pct(&parent),
+        pct(&culprit)
+    );
+    if culprit.hi < 1.0 {
+        s += &format!(
+            "; the culprit is short of bad: more of the regression may come after it \
+             (hunt again with good = {})",
+            short(culprit_id)
+        );
+    }
+    if parent.lo > 0.0 {
+        s += &format!(
+            "; the parent is already worse than good: some of the regression may come before \
+             it (hunt again with bad = {})",
+            short(parent_id)
+        );
+    }
+    s
 }
 
 /// A centre on the oriented log scale back in the metric's unit.
@@ -2018,10 +2053,25 @@ impl Ctx<'_> {
                 &inputs.evidence,
                 inputs.reference.as_ref(),
             );
-            Some((
-                class_probability(&inputs.under, &p, claimed),
-                host_summary(&host, &inputs.line),
-            ))
+            let mut said = host_summary(&host, &inputs.line);
+            // How much of the regression the step from the parent to the culprit is: only
+            // against measured endpoints (baselines mode), where bad is the regression itself.
+            if matches!(self.cfg.classify.mode, ClassifyMode::Baselines) {
+                let at = |id: &str| {
+                    let e = if id == good {
+                        inputs.reference.clone()
+                    } else {
+                        commit_evidence(m, &inputs.line, &evidence_boots(self.cfg, state, dag, id))
+                    };
+                    e.as_ref().and_then(|e| level(e, &host))
+                };
+                let part =
+                    parent.and_then(|p| Some(partial_summary(at(p)?, at(commit)?, p, commit)));
+                if let Some(part) = part {
+                    said = format!("{said}; {part}");
+                }
+            }
+            Some((class_probability(&inputs.under, &p, claimed), said))
         });
         let confirmed = ordered && confidence.as_ref().is_none_or(|(p, _)| *p >= c.confidence);
         let summary = match &confidence {
@@ -2147,5 +2197,41 @@ mod tests {
         let me = std::env::current_exe().unwrap();
         let e = check_static(&me).unwrap_err();
         assert!(e.contains("dynamically linked"), "{e}");
+    }
+
+    #[test]
+    fn a_culprit_that_is_part_of_the_regression_says_where_the_rest_is() {
+        let at = |level: f64, half: f64| Level {
+            level,
+            lo: level - half,
+            hi: level + half,
+        };
+        let (parent, culprit) = ("1111111111111111", "2222222222222222");
+        // The whole step: levels and intervals, no advice.
+        let whole = partial_summary(at(0.02, 0.2), at(0.97, 0.2), parent, culprit);
+        assert_eq!(
+            whole,
+            "of the way from good to bad, the parent sits at 2% (95% interval -18 to 22%) and \
+             the culprit at 97% (95% interval 77 to 117%)"
+        );
+        // Half of it, the rest later: hunt on from the culprit.
+        let first_half = partial_summary(at(0.0, 0.2), at(0.5, 0.2), parent, culprit);
+        assert!(
+            first_half.ends_with(
+                "; the culprit is short of bad: more of the regression may come after it \
+                 (hunt again with good = 222222222222)"
+            ),
+            "{first_half}"
+        );
+        assert!(!first_half.contains("before"), "{first_half}");
+        // The second half: some came before the parent.
+        let second_half = partial_summary(at(0.5, 0.2), at(1.0, 0.2), parent, culprit);
+        assert!(
+            second_half.ends_with(
+                "; the parent is already worse than good: some of the regression may come \
+                 before it (hunt again with bad = 111111111111)"
+            ),
+            "{second_half}"
+        );
     }
 }

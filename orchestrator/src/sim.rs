@@ -38,8 +38,8 @@
 
 use crate::config::Direction;
 use crate::posterior::{
-    commit_evidence, dag_confidence, dag_posterior, refine_budget, refine_step, Candidate,
-    Posterior, RefineRule, RefineStep, Standing,
+    class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, level,
+    refine_budget, refine_step, Candidate, Posterior, RefineRule, RefineStep, Standing,
 };
 use crate::sequential::{
     self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig, Timeline,
@@ -346,12 +346,16 @@ pub struct Outcome {
     pub culprit: Option<usize>,
     /// The confidence claimed for it, when the strategy states one.
     pub confidence: Option<f64>,
+    /// Whether the strategy said the named commit is only part of the regression (its parent
+    /// clearly above good, or itself clearly short of bad), when it says so at all.
+    pub partial: Option<bool>,
 }
 
 /// No culprit named, no confidence claimed.
 const NOTHING: Outcome = Outcome {
     culprit: None,
     confidence: None,
+    partial: None,
 };
 
 /// Interleaved endpoint boots until the regression is confirmed (the model, and the mean boot
@@ -536,13 +540,21 @@ fn firstbad_run(w: &mut World) -> Outcome {
             }
         }
     }
-    let (_, under, evidence, reference, _) = gather(&values);
+    let (_, under, evidence, reference, line) = gather(&values);
     // An unconfirmed culprit is still printed (with exit code 4 and its low confidence), so it
     // counts as named here; its stated confidence is what calibration checks.
-    let confidence = dag_confidence(&under, &evidence, reference.as_ref(), c - 1);
+    let (post, _, host) = dag_posterior_with_host(n, &under, &evidence, reference.as_ref());
+    let confidence = class_probability(&under, &post, c - 1);
+    // As the confirmation: where the parent and the culprit sit between good and bad.
+    let at = |i: usize| commit_evidence(&model, &line, &values[i]).and_then(|e| level(&e, &host));
+    let partial = match (at(p), at(c)) {
+        (Some(parent), Some(culprit)) => Some(parent.lo > 0.0 || culprit.hi < 1.0),
+        _ => None,
+    };
     Outcome {
         culprit: Some(c),
         confidence: Some(confidence),
+        partial,
     }
 }
 
@@ -571,18 +583,21 @@ fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                 return Outcome {
                     culprit: Some(c + 1),
                     confidence: Some(p),
+                    partial: None,
                 }
             }
             Standing::NoSingleCulprit(p) => {
                 return Outcome {
                     culprit: None,
                     confidence: Some(p),
+                    partial: None,
                 }
             }
             Standing::Open(c, p) if taken >= budget => {
                 return Outcome {
                     culprit: Some(c + 1),
                     confidence: Some(p),
+                    partial: None,
                 }
             }
             Standing::Open(..) => {}
@@ -607,6 +622,7 @@ fn git_bisect(w: &mut World, k: usize) -> Outcome {
         return Outcome {
             culprit: None,
             confidence: None,
+            partial: None,
         };
     }
     let thr = (g + b) / 2.0;
@@ -627,6 +643,7 @@ fn bisect(w: &mut World, mut is_bad: impl FnMut(&mut World, usize) -> bool) -> O
     Outcome {
         culprit: Some(hi),
         confidence: None,
+        partial: None,
     }
 }
 
@@ -638,6 +655,7 @@ fn majority(w: &mut World, k: usize) -> Outcome {
         return Outcome {
             culprit: None,
             confidence: None,
+            partial: None,
         };
     }
     let thr = (g + b) / 2.0;
@@ -671,6 +689,7 @@ fn lkp_gap(w: &mut World, runs: usize) -> Outcome {
             return Outcome {
                 culprit: None,
                 confidence: None,
+                partial: None,
             };
         }
         good.extend(w.measure(0, runs));
@@ -735,6 +754,7 @@ fn pinpoint(w: &mut World, start: usize) -> Outcome {
                 return Outcome {
                     culprit: None,
                     confidence: None,
+                    partial: None,
                 }
             }
         }
@@ -801,6 +821,9 @@ pub struct CellResult {
     pub claimed: Option<f64>,
     /// Observed accuracy among the runs that named a culprit.
     pub observed: Option<f64>,
+    /// Share of the runs that named a culprit which said it is only part of the regression,
+    /// if the strategy says so at all.
+    pub partial: Option<f64>,
 }
 
 fn p95(mut v: Vec<f64>) -> f64 {
@@ -822,6 +845,7 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
     let (mut boots, mut builds) = (Vec::new(), Vec::new());
     let (mut claimed, mut named_right, mut named) = (0.0, 0usize, 0usize);
     let mut claims = false;
+    let (mut partial, mut says_partial) = (0usize, false);
     for r in 0..replicates {
         let s = seed ^ cell_key ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
         let (o, w) = run_one(strategy, cell, s);
@@ -847,6 +871,10 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
                     claims = true;
                     claimed += p;
                 }
+                if let Some(part) = o.partial {
+                    says_partial = true;
+                    partial += usize::from(part);
+                }
             }
         }
     }
@@ -864,6 +892,7 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
         builds_p95: p95(builds),
         claimed: (claims && named > 0).then(|| claimed / named as f64),
         observed: (claims && named > 0).then(|| named_right as f64 / named as f64),
+        partial: (says_partial && named > 0).then(|| partial as f64 / named as f64),
     }
 }
 
@@ -1148,9 +1177,9 @@ pub fn markdown(results: &[CellResult]) -> String {
     let mut s = String::new();
     s.push_str(
         "| N | Δ/σ | noise | culprits | strategy | accuracy | wrong culprit | no culprit | \
-         boots mean | boots p95 | builds mean | builds p95 | claimed → observed |\n",
+         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial |\n",
     );
-    s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     for r in results {
         let cal = match (r.claimed, r.observed) {
             (Some(c), Some(o)) => format!("{} → {}", pct(c), pct(o)),
@@ -1158,7 +1187,7 @@ pub fn markdown(results: &[CellResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} | {} |",
             r.cell.n,
             r.cell.d,
             r.cell.noise.name(),
@@ -1171,7 +1200,8 @@ pub fn markdown(results: &[CellResult]) -> String {
             r.boots_p95,
             r.builds_mean,
             r.builds_p95,
-            cal
+            cal,
+            r.partial.map_or("—".to_string(), pct)
         );
     }
     s
@@ -1287,6 +1317,7 @@ mod tests {
             builds_p95: 8.0,
             claimed: None,
             observed: None,
+            partial: None,
         };
         let firstbad = result(Strategy::FirstbadRun, 0.96, 185.0);
         let m = Matched {
