@@ -17,7 +17,7 @@ use crate::journal::{
 };
 use crate::posterior::{
     class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, level,
-    refine_budget, refine_step, Candidate, Evidence, HostMove, Level, RefineRule, RefineStep,
+    refine_budget, refine_step, rest, Candidate, Evidence, HostMove, Level, RefineRule, RefineStep,
 };
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
@@ -698,10 +698,17 @@ fn host_summary(host: &HostMove, line: &Timeline) -> String {
 }
 
 /// Where the culprit and its parent sit between good (0%) and bad (100%), with 95% intervals
-/// ([`level`]), and what to do when the step between them is not the whole regression: when
-/// the culprit is clearly short of bad, more of it came later (hunt again from the culprit);
-/// when the parent is clearly above good, some came earlier (hunt again up to the parent).
-fn partial_summary(parent: Level, culprit: Level, parent_id: &str, culprit_id: &str) -> String {
+/// ([`level`]), and what to do when the step between them is not the whole regression
+/// ([`rest`], `floor` the smallest part that counts): when the culprit is short of bad, more
+/// of it came later (hunt again from the culprit); when the parent is worse than good, some
+/// came earlier (hunt again up to the parent).
+fn partial_summary(
+    parent: Level,
+    culprit: Level,
+    floor: f64,
+    parent_id: &str,
+    culprit_id: &str,
+) -> String {
     let pct = |l: &Level| {
         format!(
             "{:.0}% (95% interval {:.0} to {:.0}%)",
@@ -715,14 +722,15 @@ fn partial_summary(parent: Level, culprit: Level, parent_id: &str, culprit_id: &
         pct(&parent),
         pct(&culprit)
     );
-    if culprit.hi < 1.0 {
+    let r = rest(&parent, &culprit, floor);
+    if r.after {
         s += &format!(
             "; the culprit is short of bad: more of the regression may come after it \
              (hunt again with good = {})",
             short(culprit_id)
         );
     }
-    if parent.lo > 0.0 {
+    if r.before {
         s += &format!(
             "; the parent is already worse than good: some of the regression may come before \
              it (hunt again with bad = {})",
@@ -2065,8 +2073,10 @@ impl Ctx<'_> {
                     };
                     e.as_ref().and_then(|e| level(e, &host))
                 };
-                let part =
-                    parent.and_then(|p| Some(partial_summary(at(p)?, at(commit)?, p, commit)));
+                // The smallest part that counts: min_effect, as a share of the effect.
+                let floor = (1.0 + c.min_effect).ln() / (m.bad - m.good);
+                let part = parent
+                    .and_then(|p| Some(partial_summary(at(p)?, at(commit)?, floor, p, commit)));
                 if let Some(part) = part {
                     said = format!("{said}; {part}");
                 }
@@ -2208,14 +2218,14 @@ mod tests {
         };
         let (parent, culprit) = ("1111111111111111", "2222222222222222");
         // The whole step: levels and intervals, no advice.
-        let whole = partial_summary(at(0.02, 0.2), at(0.97, 0.2), parent, culprit);
+        let whole = partial_summary(at(0.02, 0.2), at(0.97, 0.2), 0.05, parent, culprit);
         assert_eq!(
             whole,
             "of the way from good to bad, the parent sits at 2% (95% interval -18 to 22%) and \
              the culprit at 97% (95% interval 77 to 117%)"
         );
         // Half of it, the rest later: hunt on from the culprit.
-        let first_half = partial_summary(at(0.0, 0.2), at(0.5, 0.2), parent, culprit);
+        let first_half = partial_summary(at(0.0, 0.2), at(0.5, 0.2), 0.05, parent, culprit);
         assert!(
             first_half.ends_with(
                 "; the culprit is short of bad: more of the regression may come after it \
@@ -2225,7 +2235,7 @@ mod tests {
         );
         assert!(!first_half.contains("before"), "{first_half}");
         // The second half: some came before the parent.
-        let second_half = partial_summary(at(0.5, 0.2), at(1.0, 0.2), parent, culprit);
+        let second_half = partial_summary(at(0.5, 0.2), at(1.0, 0.2), 0.05, parent, culprit);
         assert!(
             second_half.ends_with(
                 "; the parent is already worse than good: some of the regression may come \
@@ -2233,5 +2243,8 @@ mod tests {
             ),
             "{second_half}"
         );
+        // Clearly short of bad, but by less than the floor: not worth a hunt.
+        let nearly = partial_summary(at(0.0, 0.01), at(0.97, 0.01), 0.05, parent, culprit);
+        assert!(!nearly.contains("hunt again"), "{nearly}");
     }
 }

@@ -39,7 +39,7 @@
 use crate::config::Direction;
 use crate::posterior::{
     class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, level,
-    refine_budget, refine_step, Candidate, Posterior, RefineRule, RefineStep, Standing,
+    refine_budget, refine_step, rest, Candidate, Posterior, RefineRule, RefineStep, Standing,
 };
 use crate::sequential::{
     self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig, Timeline,
@@ -547,8 +547,12 @@ fn firstbad_run(w: &mut World) -> Outcome {
     let confidence = class_probability(&under, &post, c - 1);
     // As the confirmation: where the parent and the culprit sit between good and bad.
     let at = |i: usize| commit_evidence(&model, &line, &values[i]).and_then(|e| level(&e, &host));
+    let floor = (1.0 + cfg.min_effect).ln() / (model.bad - model.good);
     let partial = match (at(p), at(c)) {
-        (Some(parent), Some(culprit)) => Some(parent.lo > 0.0 || culprit.hi < 1.0),
+        (Some(parent), Some(culprit)) => {
+            let r = rest(&parent, &culprit, floor);
+            Some(r.after || r.before)
+        }
         _ => None,
     };
     Outcome {
@@ -821,9 +825,11 @@ pub struct CellResult {
     pub claimed: Option<f64>,
     /// Observed accuracy among the runs that named a culprit.
     pub observed: Option<f64>,
-    /// Share of the runs that named a culprit which said it is only part of the regression,
-    /// if the strategy says so at all.
-    pub partial: Option<f64>,
+    /// Among the runs that named a true culprit, and among those that named a wrong commit,
+    /// the share that said the commit is only part of the regression (if the strategy says
+    /// so at all): on two-culprit histories the first finds the second culprit, on one-culprit
+    /// histories it is a false alarm, and the second catches a wrong answer.
+    pub partial: Option<(f64, f64)>,
 }
 
 fn p95(mut v: Vec<f64>) -> f64 {
@@ -845,7 +851,8 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
     let (mut boots, mut builds) = (Vec::new(), Vec::new());
     let (mut claimed, mut named_right, mut named) = (0.0, 0usize, 0usize);
     let mut claims = false;
-    let (mut partial, mut says_partial) = (0usize, false);
+    // Runs that said "partial", among right and wrong answers.
+    let (mut partial, mut says_partial) = ([0usize; 2], false);
     for r in 0..replicates {
         let s = seed ^ cell_key ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
         let (o, w) = run_one(strategy, cell, s);
@@ -873,7 +880,7 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
                 }
                 if let Some(part) = o.partial {
                     says_partial = true;
-                    partial += usize::from(part);
+                    partial[usize::from(!ok)] += usize::from(part);
                 }
             }
         }
@@ -892,7 +899,13 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
         builds_p95: p95(builds),
         claimed: (claims && named > 0).then(|| claimed / named as f64),
         observed: (claims && named > 0).then(|| named_right as f64 / named as f64),
-        partial: (says_partial && named > 0).then(|| partial as f64 / named as f64),
+        partial: says_partial.then(|| {
+            let share = |k: usize, of: usize| if of == 0 { 0.0 } else { k as f64 / of as f64 };
+            (
+                share(partial[0], named_right),
+                share(partial[1], named - named_right),
+            )
+        }),
     }
 }
 
@@ -1177,7 +1190,7 @@ pub fn markdown(results: &[CellResult]) -> String {
     let mut s = String::new();
     s.push_str(
         "| N | Δ/σ | noise | culprits | strategy | accuracy | wrong culprit | no culprit | \
-         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial |\n",
+         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial: right / wrong |\n",
     );
     s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     for r in results {
@@ -1185,7 +1198,8 @@ pub fn markdown(results: &[CellResult]) -> String {
             (Some(c), Some(o)) => format!("{} → {}", pct(c), pct(o)),
             _ => "—".to_string(),
         };
-        let _ = writeln!(
+        let _ =
+            writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} | {} |",
             r.cell.n,
@@ -1201,7 +1215,8 @@ pub fn markdown(results: &[CellResult]) -> String {
             r.builds_mean,
             r.builds_p95,
             cal,
-            r.partial.map_or("—".to_string(), pct)
+            r.partial
+                .map_or("—".to_string(), |(r, w)| format!("{} / {}", pct(r), pct(w)))
         );
     }
     s
