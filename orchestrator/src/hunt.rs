@@ -2074,7 +2074,7 @@ impl Ctx<'_> {
                     e.as_ref().and_then(|e| level(e, &host))
                 };
                 // The smallest part that counts: min_effect, as a share of the effect.
-                let floor = (1.0 + c.min_effect).ln() / (m.bad - m.good);
+                let floor = m.share_of(c.min_effect);
                 let part = parent
                     .and_then(|p| Some(partial_summary(at(p)?, at(commit)?, floor, p, commit)));
                 if let Some(part) = part {

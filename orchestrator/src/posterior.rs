@@ -703,8 +703,8 @@ pub struct Rest {
 }
 
 /// [`Rest`] from the parent's and the culprit's levels; `floor` is the smallest part that
-/// counts, as a share of the regression (the hunt's `min_effect` on the log scale over the
-/// effect: with a regression of 1800%, 3% of it left over is still 9% slower, and counts).
+/// counts, as a share of the regression (the hunt's `min_effect`, by [`Model::share_of`]:
+/// with a regression of 1800%, 3% of it left over is still 9% slower, and counts).
 /// A part must be outside the 95% interval and at least the floor by its estimate.
 pub fn rest(parent: &Level, culprit: &Level, floor: f64) -> Rest {
     Rest {
@@ -713,25 +713,13 @@ pub fn rest(parent: &Level, culprit: &Level, floor: f64) -> Rest {
     }
 }
 
-/// The posterior probability that the culprit is `claimed`, or a commit the tests cannot tell
-/// apart from it (the same pattern over the tested commits: with path-limited ranges the
-/// commits that do not touch the paths sit in the class of the first one below them that does,
-/// which is what `git bisect start -- <paths>` reports as well). See [`dag_posterior`].
-pub fn dag_confidence(
-    bad_under: &[Vec<bool>],
-    evidence: &[Evidence],
-    reference: Option<&Evidence>,
-    claimed: usize,
-) -> f64 {
-    let n = bad_under.first().map_or(0, Vec::len);
-    assert!(claimed < n, "the claimed culprit is a hypothesis");
-    let (p, _) = dag_posterior(n, bad_under, evidence, reference);
-    class_probability(bad_under, &p, claimed)
-}
-
-/// The probability `p` puts on `claimed` and the hypotheses the tests cannot tell from it
-/// (the same pattern over the tested commits' rows `bad_under`); see [`dag_confidence`].
+/// The posterior probability, from [`dag_posterior`]'s `p`, that the culprit is `claimed` or a
+/// commit the tests cannot tell apart from it (the same pattern over the tested commits' rows
+/// `bad_under`: with path-limited ranges the commits that do not touch the paths sit in the
+/// class of the first one below them that does, which is what `git bisect start -- <paths>`
+/// reports as well).
 pub fn class_probability(bad_under: &[Vec<bool>], p: &[f64], claimed: usize) -> f64 {
+    assert!(claimed < p.len(), "the claimed culprit is a hypothesis");
     let same = |h: usize| bad_under.iter().all(|b| b[h] == b[claimed]);
     (0..p.len()).filter(|&h| same(h)).map(|h| p[h]).sum()
 }
@@ -752,7 +740,7 @@ pub const REFINE_MIN_CLASS: f64 = 0.001;
 pub const REFINE_SPREAD: usize = 16;
 
 /// Every class of hypotheses the tests cannot tell apart (the same pattern over the tested
-/// commits, see [`dag_confidence`]): its members in hypothesis order and its probability, in
+/// commits, see [`class_probability`]): its members in hypothesis order and its probability, in
 /// the order of their first members.
 pub fn classes(p: &[f64], bad_under: &[Vec<bool>]) -> Vec<(Vec<usize>, f64)> {
     let mut index: std::collections::HashMap<Vec<bool>, usize> = Default::default();
@@ -1099,31 +1087,29 @@ mod tests {
     }
 
     #[test]
-    fn dag_confidence_follows_the_evidence_and_merges_indistinguishable_commits() {
+    fn the_class_probability_follows_the_evidence_and_merges_indistinguishable_commits() {
         let m = model();
         let good = commit_evidence(&m, &FLAT, &at_origin(&[35.0, 35.5])).unwrap();
         let bad = commit_evidence(&m, &FLAT, &at_origin(&[45.0, 44.5])).unwrap();
+        let confidence = |under: &[Vec<bool>], evidence: &[Evidence], claimed: usize| {
+            let (p, _) = dag_posterior(4, under, evidence, None);
+            class_probability(under, &p, claimed)
+        };
         // b tested good, c tested bad: c is the culprit, and clearly so at Δ/σ ≈ 5.
-        let p = dag_confidence(
-            &line_bad_under(&[1, 2]),
-            &[good.clone(), bad.clone()],
-            None,
-            2,
-        );
+        let p = confidence(&line_bad_under(&[1, 2]), &[good.clone(), bad.clone()], 2);
         assert!(p > 0.99, "{p}");
         // Only c tested (bad): a, b and c cannot be told apart; the class holds them all.
-        let p_class = dag_confidence(&line_bad_under(&[2]), std::slice::from_ref(&bad), None, 2);
+        let p_class = confidence(&line_bad_under(&[2]), std::slice::from_ref(&bad), 2);
         assert!(p_class > 0.99, "{p_class}");
         // Claiming b when b looked good is not supported.
-        let p_b = dag_confidence(&line_bad_under(&[1, 2]), &[good, bad], None, 1);
+        let p_b = confidence(&line_bad_under(&[1, 2]), &[good, bad], 1);
         assert!(p_b < 0.01, "{p_b}");
         // Half-way commits: no single culprit takes the mass.
         let mid = (35.0f64 * 45.0).sqrt();
         let half = commit_evidence(&m, &FLAT, &at_origin(&[mid; 10])).unwrap();
-        let p_half = dag_confidence(
+        let p_half = confidence(
             &line_bad_under(&[0, 1, 2]),
             &[half.clone(), half.clone(), half],
-            None,
             2,
         );
         assert!(p_half < 0.5, "{p_half}");

@@ -197,6 +197,12 @@ impl Model {
         (self.bad - self.good) / self.sigma
     }
 
+    /// A relative difference (0.05 = 5%) as a share of the regression between the centres:
+    /// on a regression of 2000%, `min_effect` = 5% is a share of 1.6%.
+    pub fn share_of(&self, relative: f64) -> f64 {
+        (1.0 + relative).ln() / (self.bad - self.good)
+    }
+
     /// Log-likelihood of one raw boot value if the commit sat at `level` between good (0) and
     /// bad (1), relative to the good hypothesis.
     pub fn boot_loglik_at(&self, value: f64, level: f64) -> f64 {

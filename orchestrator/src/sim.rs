@@ -547,7 +547,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
     let confidence = class_probability(&under, &post, c - 1);
     // As the confirmation: where the parent and the culprit sit between good and bad.
     let at = |i: usize| commit_evidence(&model, &line, &values[i]).and_then(|e| level(&e, &host));
-    let floor = (1.0 + cfg.min_effect).ln() / (model.bad - model.good);
+    let floor = model.share_of(cfg.min_effect);
     let partial = match (at(p), at(c)) {
         (Some(parent), Some(culprit)) => {
             let r = rest(&parent, &culprit, floor);
