@@ -1595,7 +1595,7 @@ impl Ctx<'_> {
             _ => {}
         }
         let failures = state.failures(commit);
-        if failures.len() >= c.max_failed_boots as usize {
+        if failures.len() >= sequential::failures_allowed(c.max_failed_boots as usize, k) {
             return Some((
                 Verdict::Skip,
                 format!(
@@ -1612,7 +1612,10 @@ impl Ctx<'_> {
     fn endpoint_ok(&self, state: &HuntState, commit: &str, which: &str) -> Result<(), HuntError> {
         let failed = state.failures(commit);
         // A few failures among many baseline boots are noise of the lab; a run of them is not.
-        let allowed = self.cfg.classify.max_failed_boots as usize + state.values(commit).len() / 8;
+        let allowed = sequential::failures_allowed(
+            self.cfg.classify.max_failed_boots as usize,
+            state.values(commit).len(),
+        );
         if failed.len() > allowed {
             return Err(HuntError::Infrastructure(format!(
                 "the {which} endpoint {} failed to boot or measure {} times; last: {}",

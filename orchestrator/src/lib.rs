@@ -1,8 +1,9 @@
 //! firstbad: automated bisection of Linux kernel performance regressions.
 //!
 //! The hunt loop ([`hunt`]) decides; the builder ([`build`]) and the test hosts ([`hosts`])
-//! execute. [`search`] and [`classify`] are pure and carry the logic worth testing hard;
-//! [`journal`] records every step before it is taken so that a killed hunt resumes exactly.
+//! execute. [`search`], [`sequential`] and [`posterior`] are pure and carry the logic worth
+//! testing hard; [`journal`] records every step before it is taken so that a killed hunt
+//! resumes exactly; [`sim`] runs the same statistics on synthetic histories.
 
 pub mod agent_client;
 pub mod build;

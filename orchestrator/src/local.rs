@@ -2,7 +2,7 @@
 //! candidate, as `git bisect run` does, on `[test] jobs` checkouts at once.
 //!
 //! The controller ([`run`]) decides which commits to test and records every start and result
-//! in the journal before acting on it; the executor (one thread per checkout, [`Worker`]) only
+//! in the journal before acting on it; the executor (one thread per checkout, `Worker`) only
 //! checks a commit out and runs the command. They talk over channels, so a run that hangs until
 //! its timeout holds one checkout and the others keep being fed.
 //!

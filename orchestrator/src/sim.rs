@@ -437,7 +437,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
             if call != Call::NeedMore {
                 break call;
             }
-            if failed >= MAX_FAILED {
+            if failed >= sequential::failures_allowed(MAX_FAILED, values[m].len()) {
                 break Call::Undecided;
             }
             if !boot(w, &mut values, &mut failures, m) {
