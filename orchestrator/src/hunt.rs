@@ -587,8 +587,9 @@ pub async fn run_with(
         }
     };
     // The posterior phase: git bisect's answer rests on hard verdicts, each wrong with
-    // probability alpha or beta; the posterior over every boot decides, re-booting what is in
-    // doubt. A re-test already under way fixes the culprit (resume exactly).
+    // probability alpha or beta against exact centres, and more often against the baselines'
+    // estimates; the posterior over every boot, which carries the centres' error, decides,
+    // re-booting what is in doubt. A re-test already under way fixes the culprit (resume exactly).
     let end = match (&state.confirm, judge.model()) {
         (Some(c), _) => HuntEnd::Found {
             commit: c.commit.clone(),

@@ -377,6 +377,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
             });
             print!("{}", firstbad::sim::markdown(&rows));
+            let phases = firstbad::sim::phases_markdown(&rows);
+            if !phases.is_empty() {
+                print!("\nWhere firstbad-run's boots went (mean per history):\n\n{phases}");
+            }
             Ok(exit_code::OK)
         }
     }

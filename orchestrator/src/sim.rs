@@ -221,7 +221,19 @@ pub struct World {
     built: Vec<bool>,
     /// The boot from which the host is slower (`step` noise).
     step_at: usize,
+    /// The phase of `firstbad run` now booting, and the boots spent in each (see [`PHASES`]).
+    phase: usize,
+    by_phase: [usize; PHASES.len()],
+    /// Verdicts of `firstbad run`'s bisection on commits that are plainly good or bad (not
+    /// between two culprits), and how many of them were wrong.
+    verdicts: [usize; 2],
 }
+
+/// `firstbad run`'s phases, as `firstbad sim` accounts its boots: the endpoints' baselines, the
+/// bisection with a sequential test per commit, the posterior phase (drift checks included),
+/// and the re-test of the culprit against its parent. Other strategies count every boot in the
+/// first.
+pub const PHASES: [&str; 4] = ["baselines", "bisection", "posterior", "re-test"];
 
 fn normal<R: Rng>(rng: &mut R) -> f64 {
     // Box-Muller; 1 - u keeps the logarithm finite.
@@ -263,6 +275,9 @@ impl World {
             builds: 0,
             built: vec![false; n + 1],
             step_at,
+            phase: 0,
+            by_phase: [0; PHASES.len()],
+            verdicts: [0; 2],
         }
     }
 
@@ -281,6 +296,7 @@ impl World {
     /// the boot failed. Counts the boot, and the build the first time.
     pub fn boot(&mut self, i: usize) -> Option<f64> {
         self.boots += 1;
+        self.by_phase[self.phase] += 1;
         if !self.built[i] {
             self.built[i] = true;
             self.builds += 1;
@@ -400,6 +416,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
     let Some((model, origin)) = baselines(w, &cfg) else {
         return NOTHING;
     };
+    w.phase = 1;
     // Values of world commits 0..=n gathered after the baselines, with their boot times (the
     // hunt leaves the bad endpoint's baseline boots out of the evidence too), and failed boots
     // per commit.
@@ -444,6 +461,11 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 failed += 1;
             }
         };
+        let truth = w.level(m);
+        if matches!(call, Call::Good | Call::Bad) && (truth == 0.0 || truth == 1.0) {
+            w.verdicts[0] += 1;
+            w.verdicts[1] += usize::from((call == Call::Bad) != (truth == 1.0));
+        }
         match call {
             Call::Bad => hi = m,
             Call::Good => lo = m,
@@ -485,6 +507,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
         n_baseline: model.n_baseline,
     };
     let (mut spent, mut last_drift_check) = (0, 0);
+    w.phase = 2;
     let c = loop {
         // As the hunt: the good endpoint re-measured every few boots of this phase.
         if sequential::refine_drift_due(spent, last_drift_check, DRIFT_EVERY) {
@@ -526,6 +549,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
         }
     };
     // The final re-test: culprit and parent in interleaved pairs.
+    w.phase = 3;
     let p = c - 1;
     let (c0, p0) = (values[c].len(), values[p].len());
     for _ in 0..PAIRS * MAX_ATTEMPTS {
@@ -830,6 +854,12 @@ pub struct CellResult {
     /// so at all): on two-culprit histories the first finds the second culprit, on one-culprit
     /// histories it is a false alarm, and the second catches a wrong answer.
     pub partial: Option<(f64, f64)>,
+    /// `firstbad run`'s mean boots in each of its [`PHASES`] (None for other strategies).
+    pub phases: Option<[f64; PHASES.len()]>,
+    /// `firstbad run`'s bisection: the share of its verdicts on plainly good or bad commits that
+    /// were wrong, against the sequential test's nominal alpha and beta (None for other
+    /// strategies, or when it gave none).
+    pub verdicts_wrong: Option<f64>,
 }
 
 fn p95(mut v: Vec<f64>) -> f64 {
@@ -849,6 +879,8 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
         .wrapping_add(cell.noise as u64 * 31 + cell.shape as u64);
     let (mut right, mut wrong, mut none) = (0usize, 0usize, 0usize);
     let (mut boots, mut builds) = (Vec::new(), Vec::new());
+    let mut by_phase = [0usize; PHASES.len()];
+    let mut verdicts = [0usize; 2];
     let (mut claimed, mut named_right, mut named) = (0.0, 0usize, 0usize);
     let mut claims = false;
     // Runs that said "partial", among right and wrong answers.
@@ -858,6 +890,11 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
         let (o, w) = run_one(strategy, cell, s);
         boots.push(w.boots as f64);
         builds.push(w.builds as f64);
+        for (total, k) in by_phase.iter_mut().zip(w.by_phase) {
+            *total += k;
+        }
+        verdicts[0] += w.verdicts[0];
+        verdicts[1] += w.verdicts[1];
         match o.culprit {
             None => {
                 none += 1;
@@ -906,6 +943,9 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
                 share(partial[1], named - named_right),
             )
         }),
+        phases: (strategy == Strategy::FirstbadRun).then(|| by_phase.map(f)),
+        verdicts_wrong: (strategy == Strategy::FirstbadRun && verdicts[0] > 0)
+            .then(|| verdicts[1] as f64 / verdicts[0] as f64),
     }
 }
 
@@ -1185,6 +1225,45 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// Where `firstbad run`'s boots went: one Markdown row per `firstbad-run` result, mean boots in
+/// each of its [`PHASES`]; empty when there is none.
+pub fn phases_markdown(results: &[CellResult]) -> String {
+    let rows: Vec<(&CellResult, [f64; PHASES.len()])> = results
+        .iter()
+        .filter_map(|r| r.phases.map(|p| (r, p)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "| N | Δ/σ | noise | culprits | boots mean | {} | bisection verdicts wrong |\n\
+         |---:|---:|---|---|---:|{}---:|\n",
+        PHASES.join(" | "),
+        "---:|".repeat(PHASES.len())
+    );
+    for (r, p) in rows {
+        let share = |x: f64| {
+            if r.boots_mean > 0.0 {
+                format!("{x:.1} ({:.0}%)", 100.0 * x / r.boots_mean)
+            } else {
+                format!("{x:.1}")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.1} | {} | {} |",
+            r.cell.n,
+            r.cell.d,
+            r.cell.noise.name(),
+            r.cell.shape.name(),
+            r.boots_mean,
+            p.map(share).join(" | "),
+            r.verdicts_wrong.map_or("—".to_string(), pct)
+        );
+    }
+    s
+}
+
 /// One Markdown table row per result.
 pub fn markdown(results: &[CellResult]) -> String {
     let mut s = String::new();
@@ -1225,6 +1304,39 @@ pub fn markdown(results: &[CellResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn firstbad_run_s_boots_are_accounted_to_its_phases() {
+        let cell = Cell {
+            n: 64,
+            d: 1.0,
+            noise: Noise::Failed,
+            shape: Shape::OneCulprit,
+        };
+        let r = run_cell(Strategy::FirstbadRun, &cell, 20, 7);
+        let p = r.phases.expect("firstbad-run accounts its phases");
+        assert!(
+            (p.iter().sum::<f64>() - r.boots_mean).abs() < 1e-9,
+            "{p:?} against {}",
+            r.boots_mean
+        );
+        // Every hunt confirms the regression, bisects and re-tests (failed boots included).
+        assert!(p[0] >= 16.0 && p[1] >= 6.0 && p[3] >= 6.0, "{p:?}");
+        let table = phases_markdown(std::slice::from_ref(&r));
+        assert!(
+            table.contains(
+                "| baselines | bisection | posterior | re-test | bisection verdicts wrong |"
+            ),
+            "{table}"
+        );
+        let wrong = r.verdicts_wrong.expect("the bisection gave verdicts");
+        assert!((0.0..=0.2).contains(&wrong), "{wrong}");
+        assert_eq!(table.lines().count(), 3, "{table}");
+        // Strategies without phases have no row.
+        let g = run_cell(Strategy::GitBisect(1), &cell, 5, 7);
+        assert_eq!((g.phases, g.verdicts_wrong), (None, None));
+        assert_eq!(phases_markdown(&[g]), "");
+    }
 
     #[test]
     fn a_replicate_is_reproducible_from_its_seed() {
@@ -1333,6 +1445,8 @@ mod tests {
             claimed: None,
             observed: None,
             partial: None,
+            phases: None,
+            verdicts_wrong: None,
         };
         let firstbad = result(Strategy::FirstbadRun, 0.96, 185.0);
         let m = Matched {
