@@ -613,7 +613,8 @@ fn confidence(
         None => reasons.push("the endpoints are not measured yet".to_owned()),
     }
     // The rates hold against exact centres; the baselines' estimates make a verdict wrong more
-    // often (`firstbad sim`: 2.7% at alpha = beta = 1%, Δ/σ = 1), which the posterior allows for.
+    // often (`firstbad sim`: 2.8–3.6% at alpha = beta = 1%, Δ/σ = 1), which the posterior
+    // allows for.
     reasons.push(format!(
         "{decided} verdicts from a sequential test at alpha {} and beta {} against the \
          baselines' centres (the centres' own error is not in these rates; the culprit's \
