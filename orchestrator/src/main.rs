@@ -82,7 +82,8 @@ enum Command {
         hunt: PathBuf,
     },
     /// Run firstbad's classifier and search on synthetic noisy histories, next to git bisect,
-    /// majority vote, LKP and Pinpoint, and print the comparison table (Markdown).
+    /// majority vote, LKP and Pinpoint, and print the comparison table (Markdown), then where
+    /// firstbad-run's boots went (per phase) and how often its bisection's verdicts were wrong.
     Sim {
         /// Every cell, 1000 replicates each (minutes in release); default: the quick run.
         #[arg(long)]
