@@ -160,3 +160,44 @@ fn the_table_is_reproducible_from_its_seed() {
     let b = run_cell(Strategy::Firstbad, &c, 10, SEED);
     assert_eq!(a, b);
 }
+
+#[test]
+fn the_command_prints_the_table_then_where_firstbad_run_s_boots_went() {
+    let run = |strategy: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
+            .args(["sim", "--replicates", "5", "--n", "64", "--d", "1"])
+            .args([
+                "--noise",
+                "normal",
+                "--shape",
+                "one",
+                "--strategy",
+                strategy,
+            ])
+            .output()
+            .expect("firstbad runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let out = run("firstbad-run,git-bisect-1");
+    let (table, phases) = out
+        .split_once("Where firstbad-run's boots went")
+        .expect("the phase table follows the comparison");
+    // The comparison: a row per strategy.
+    let rows = |text: &str| text.lines().filter(|l| l.starts_with("| 64 | 1 |")).count();
+    assert_eq!(rows(table), 2, "{out}");
+    assert!(
+        table.contains("| firstbad-run |") && table.contains("| git-bisect-1 |"),
+        "{out}"
+    );
+    // Then firstbad-run's phases alone, with the share of wrong verdicts.
+    assert_eq!(rows(phases), 1, "{out}");
+    assert!(
+        phases
+            .contains("| baselines | bisection | posterior | re-test | bisection verdicts wrong |"),
+        "{out}"
+    );
+    // Without firstbad-run there is nothing to account.
+    let out = run("git-bisect-1");
+    assert!(!out.contains("Where firstbad-run's boots went"), "{out}");
+}
