@@ -427,14 +427,8 @@ fn firstbad_run(w: &mut World) -> Outcome {
                 values: &mut Vec<Vec<(f64, f64)>>,
                 failures: &mut Vec<usize>,
                 i: usize| match w.boot(i) {
-        Some(v) => {
-            values[i].push((v, w.boots as f64));
-            true
-        }
-        None => {
-            failures[i] += 1;
-            false
-        }
+        Some(v) => values[i].push((v, w.boots as f64)),
+        None => failures[i] += 1,
     };
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped = vec![false; n + 1];
@@ -448,18 +442,16 @@ fn firstbad_run(w: &mut World) -> Outcome {
         else {
             break; // only skipped commits left: the posterior phase below sorts them out
         };
-        let mut failed = 0;
         let call = loop {
             let (call, _) = sequential::classify(&model, &plain(&values[m]), &cfg);
             if call != Call::NeedMore {
                 break call;
             }
-            if failed >= sequential::failures_allowed(MAX_FAILED, values[m].len()) {
+            // As the hunt: every failure of the commit counts (all of them in this loop).
+            if failures[m] >= sequential::failures_allowed(MAX_FAILED, values[m].len()) {
                 break Call::Undecided;
             }
-            if !boot(w, &mut values, &mut failures, m) {
-                failed += 1;
-            }
+            boot(w, &mut values, &mut failures, m);
         };
         let truth = w.level(m);
         if matches!(call, Call::Good | Call::Bad) && (truth == 0.0 || truth == 1.0) {
@@ -647,11 +639,7 @@ fn git_bisect(w: &mut World, k: usize) -> Outcome {
     let g = mean(&w.measure(0, k));
     let b = mean(&w.measure(n, k));
     if b.partial_cmp(&g) != Some(std::cmp::Ordering::Greater) {
-        return Outcome {
-            culprit: None,
-            confidence: None,
-            partial: None,
-        };
+        return NOTHING;
     }
     let thr = (g + b) / 2.0;
     bisect(w, |w, mid| mean(&w.measure(mid, k)) > thr)
@@ -680,11 +668,7 @@ fn majority(w: &mut World, k: usize) -> Outcome {
     let g = mean(&w.measure(0, k));
     let b = mean(&w.measure(n, k));
     if b.partial_cmp(&g) != Some(std::cmp::Ordering::Greater) {
-        return Outcome {
-            culprit: None,
-            confidence: None,
-            partial: None,
-        };
+        return NOTHING;
     }
     let thr = (g + b) / 2.0;
     bisect(w, |w, mid| {
@@ -714,11 +698,7 @@ fn lkp_gap(w: &mut World, runs: usize) -> Outcome {
             break;
         }
         if good.len() >= max_runs {
-            return Outcome {
-                culprit: None,
-                confidence: None,
-                partial: None,
-            };
+            return NOTHING;
         }
         good.extend(w.measure(0, runs));
         bad.extend(w.measure(n, runs));
@@ -778,13 +758,7 @@ fn pinpoint(w: &mut World, start: usize) -> Outcome {
                 good.extend(w.measure(0, k));
                 bad.extend(w.measure(n, k));
             }
-            _ => {
-                return Outcome {
-                    culprit: None,
-                    confidence: None,
-                    partial: None,
-                }
-            }
+            _ => return NOTHING,
         }
     }
     bisect(w, |w, mid| {
