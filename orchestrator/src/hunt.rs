@@ -21,8 +21,8 @@ use crate::posterior::{
 };
 use crate::search::{Bisection, Dag, Next};
 use crate::sequential::{
-    self, assess_baselines, oriented, AbsoluteTest, BaselineOutcome, Call, Model, SequentialConfig,
-    Timeline, BASELINE_LOOKS,
+    self, assess_baselines, oriented, AbsoluteTest, BaselineOutcome, Call, HostFailures, Model,
+    SequentialConfig, Timeline, BASELINE_LOOKS,
 };
 use crate::stats::{mann_whitney_u, median};
 use rand::{Rng, SeedableRng};
@@ -286,6 +286,19 @@ impl HuntState {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The endpoints' failed boots and all their boots: how often the hosts fail a boot
+    /// whatever is booted, which sets how many failures skip a commit
+    /// ([`sequential::failures_allowed`]).
+    pub fn host_failures(&self, endpoints: &[&str]) -> HostFailures {
+        endpoints
+            .iter()
+            .fold(HostFailures::default(), |mut host, endpoint| {
+                host.failed += self.failures(endpoint).len();
+                host.boots += self.boots.get(*endpoint).map_or(0, Vec::len);
+                host
+            })
     }
 
     /// The number the next boot of `commit` gets: one past the highest finished boot, so that
@@ -552,7 +565,9 @@ pub async fn run_with(
                             .unwrap_or("see the log")
                     ),
                 )),
-                BuildOutcome::Built { .. } => ctx.decide(&state, &judge, &commit),
+                BuildOutcome::Built { .. } => {
+                    ctx.decide(&state, &judge, &commit, state.host_failures(&endpoints))
+                }
             };
             let Some((verdict, reason)) = call else {
                 to_boot.push(commit);
@@ -1555,8 +1570,10 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Boots a built commit until the sequential test calls it, it reaches the boot cap
-    /// (undecided: a skip), or too many of its boots fail (a skip).
+    /// Boots an endpoint until the sequential test calls it, it reaches the boot cap
+    /// (undecided: a skip), or too many of its boots fail (a skip): in the relative and
+    /// absolute modes, before the hosts' failure rate is known, so with the rule for hosts
+    /// that never fail.
     async fn judge_commit(
         &mut self,
         state: &mut HuntState,
@@ -1564,7 +1581,7 @@ impl Ctx<'_> {
         commit: &str,
     ) -> Result<(Verdict, String), HuntError> {
         loop {
-            if let Some(decided) = self.decide(state, judge, commit) {
+            if let Some(decided) = self.decide(state, judge, commit, HostFailures::default()) {
                 return Ok(decided);
             }
             self.measure_boot(state, commit).await?;
@@ -1572,8 +1589,15 @@ impl Ctx<'_> {
     }
 
     /// The verdict the boots of a built commit give so far, or `None` while the sequential
-    /// test wants another boot.
-    fn decide(&self, state: &HuntState, judge: &Judge, commit: &str) -> Option<(Verdict, String)> {
+    /// test wants another boot. `host`: how often the endpoints' boots fail, which sets how
+    /// many failures skip the commit.
+    fn decide(
+        &self,
+        state: &HuntState,
+        judge: &Judge,
+        commit: &str,
+        host: HostFailures,
+    ) -> Option<(Verdict, String)> {
         let c = &self.cfg.classify;
         let seq = SequentialConfig::from(c);
         let values = state.values(commit);
@@ -1596,12 +1620,17 @@ impl Ctx<'_> {
             _ => {}
         }
         let failures = state.failures(commit);
-        if failures.len() >= sequential::failures_allowed(c.max_failed_boots as usize, k) {
+        if failures.len() >= sequential::failures_allowed(c.max_failed_boots as usize, k, host) {
             return Some((
                 Verdict::Skip,
                 format!(
-                    "{} boots failed: {}",
+                    "{} boots failed, {k} measured{}; last: {}",
                     failures.len(),
+                    if host.boots > 0 {
+                        format!(" (the endpoints: {} of {} failed)", host.failed, host.boots)
+                    } else {
+                        String::new()
+                    },
                     failures.last().map(String::as_str).unwrap_or("")
                 ),
             ));
@@ -1613,9 +1642,12 @@ impl Ctx<'_> {
     fn endpoint_ok(&self, state: &HuntState, commit: &str, which: &str) -> Result<(), HuntError> {
         let failed = state.failures(commit);
         // A few failures among many baseline boots are noise of the lab; a run of them is not.
+        // The endpoints are what measures the hosts' failure rate, so theirs is the rule for a
+        // host that never fails: past about one boot in 8, the hunt stops.
         let allowed = sequential::failures_allowed(
             self.cfg.classify.max_failed_boots as usize,
             state.values(commit).len(),
+            HostFailures::default(),
         );
         if failed.len() > allowed {
             return Err(HuntError::Infrastructure(format!(
@@ -2123,41 +2155,43 @@ impl Ctx<'_> {
 mod tests {
     use super::*;
 
+    /// Adds a finished boot of `commit` on `host`, measured or failed.
+    fn add(state: &mut HuntState, commit: &str, host: &str, ok: bool) {
+        let seq = state.total_boots();
+        let outcome = if ok {
+            BootOutcome::Measured {
+                kernel_release: String::new(),
+                boot_id: String::new(),
+                value: 1.0,
+                result: firstbad_wire::WorkloadResult {
+                    kind: "fsync-latency".into(),
+                    series: Default::default(),
+                    metrics: Default::default(),
+                    duration_s: 1.0,
+                    system: None,
+                    vmstat: Vec::new(),
+                },
+                console: PathBuf::new(),
+                boot_seconds: 1.0,
+            }
+        } else {
+            BootOutcome::Failed {
+                reason: format!("boot timeout on {host}"),
+                console: PathBuf::new(),
+            }
+        };
+        let records = state.boots.entry(commit.to_owned()).or_default();
+        records.push(BootRecord {
+            boot: records.len() as u32 + 1,
+            seq,
+            host: host.to_owned(),
+            outcome,
+        });
+    }
+
     #[test]
     fn a_host_that_fails_kernels_which_boot_elsewhere_leaves_the_pool() {
         let mut state = HuntState::default();
-        fn add(state: &mut HuntState, commit: &str, host: &str, ok: bool) {
-            let seq = state.total_boots();
-            let outcome = if ok {
-                BootOutcome::Measured {
-                    kernel_release: String::new(),
-                    boot_id: String::new(),
-                    value: 1.0,
-                    result: firstbad_wire::WorkloadResult {
-                        kind: "fsync-latency".into(),
-                        series: Default::default(),
-                        metrics: Default::default(),
-                        duration_s: 1.0,
-                        system: None,
-                        vmstat: Vec::new(),
-                    },
-                    console: PathBuf::new(),
-                    boot_seconds: 1.0,
-                }
-            } else {
-                BootOutcome::Failed {
-                    reason: format!("boot timeout on {host}"),
-                    console: PathBuf::new(),
-                }
-            };
-            let records = state.boots.entry(commit.to_owned()).or_default();
-            records.push(BootRecord {
-                boot: records.len() as u32 + 1,
-                seq,
-                host: host.to_owned(),
-                outcome,
-            });
-        }
         add(&mut state, "a", "vm1", true);
         add(&mut state, "a", "vm2", true);
         add(&mut state, "b", "vm1", false);
@@ -2174,6 +2208,35 @@ mod tests {
         // vm2's failures are of kernels no other host has measured: the kernels', not its.
         add(&mut state, "e", "vm2", false);
         assert_eq!(failing_host(&state, "vm2"), None);
+    }
+
+    #[test]
+    fn the_hosts_failure_rate_is_read_from_the_endpoints_only() {
+        let mut state = HuntState::default();
+        for k in 0..10 {
+            add(&mut state, "good", "vm1", k != 3);
+            add(&mut state, "bad", "vm1", true);
+        }
+        // A broken commit's failures are its own, not the host's.
+        for _ in 0..5 {
+            add(&mut state, "broken", "vm1", false);
+        }
+        let host = state.host_failures(&["good", "bad"]);
+        assert_eq!(
+            host,
+            HostFailures {
+                failed: 1,
+                boots: 20
+            }
+        );
+        // One boot in 20 failed: a commit that gave 10 values is skipped at its 4th failure
+        // (ln(100) / ln(10) = 2, + 10 × ln(1.9) / ln(10) = 2.8 rounded down), where a sound
+        // host skips it at its 3rd (2 + 10 / 8 rounded down).
+        assert_eq!(sequential::failures_allowed(2, 10, host), 4);
+        assert_eq!(
+            sequential::failures_allowed(2, 10, HostFailures::default()),
+            3
+        );
     }
 
     #[test]

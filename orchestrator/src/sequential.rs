@@ -334,19 +334,67 @@ pub fn classify(model: &Model, values: &[f64], cfg: &SequentialConfig) -> (Call,
     (decide(llr, values.len(), cfg), llr)
 }
 
-/// Values of a commit that buy it one more failed boot before it is skipped.
-pub const VALUES_PER_EXTRA_FAILURE: usize = 8;
+/// How often the hunt's hosts fail a boot whatever is booted: the endpoints' failed boots and
+/// all their boots (failed ones too). The endpoints are known to boot, so their failures are
+/// the lab's: PXE or network hiccups, a slow console, a host that needs a power cycle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostFailures {
+    /// Failed boots of the endpoints.
+    pub failed: usize,
+    /// All boots of the endpoints.
+    pub boots: usize,
+}
 
-/// Failed boots a commit may have had, having given `values` values, before it is skipped:
-/// `max_failed` (the hunt's `classify.max_failed_boots`) plus one per
-/// [`VALUES_PER_EXTRA_FAILURE`] values. A commit that never boots is skipped after
-/// `max_failed` failures, as before; a few failures among many good boots are the lab's noise,
-/// not the commit's. Without the allowance a host failing 10% of boots at random had about
-/// half of the commits skipped at Δ/σ = 1, where a verdict takes ~15 boots: `firstbad sim`
-/// (N = 1024, 1000 replicates) measured 312 boots a hunt, right 93.2%, against 298 and 94.3%
-/// with it.
-pub fn failures_allowed(max_failed: usize, values: usize) -> usize {
-    max_failed + values / VALUES_PER_EXTRA_FAILURE
+/// Failure rate of a broken commit, the alternative the skip rule tests against: a commit
+/// whose boots fail half the time is not one to measure.
+pub const BROKEN_FAILURE_RATE: f64 = 0.5;
+
+/// Error rate of the skip rule: how often a commit that fails no more than the host does is
+/// skipped for it.
+pub const SKIP_ALPHA: f64 = 0.01;
+
+/// The host failure rate assumed when the endpoints have never failed (or not yet booted):
+/// one boot in 500. At that rate the rule below gives one more failure for every 8 values,
+/// the rule before the host's rate was measured.
+pub const HOST_FAILURE_FLOOR: f64 = 0.002;
+
+/// The host failure rate the rule stops following: past it the endpoints themselves stop
+/// the hunt (they may fail about one boot in 8), and a commit failing a quarter of its boots
+/// is not measured well enough to keep.
+pub const HOST_FAILURE_CAP: f64 = 0.25;
+
+/// Failed boots a commit may have had, having given `values` values, before it is skipped.
+///
+/// It is Wald's sequential test of the commit's failure rate: the host's rate p₀ (measured on
+/// the endpoints, kept between [`HOST_FAILURE_FLOOR`] and [`HOST_FAILURE_CAP`]) against
+/// [`BROKEN_FAILURE_RATE`]. A failure adds ln(0.5/p₀) to the log-likelihood ratio and a value
+/// takes away ln((1 − p₀)/0.5); the commit is skipped when the sum reaches `max_failed`
+/// failures' worth (the hunt's `classify.max_failed_boots`), or ln(1/[`SKIP_ALPHA`]) if that is
+/// more. In failures: `max_failed` (more on a host that fails often, so that a sound commit is
+/// skipped at most 1% of the time) plus one per so many values, rounded down: 8 values on a host
+/// whose endpoints never fail, as before the host's rate was measured, 2.7 on one that fails 10%
+/// of its boots.
+///
+/// A commit that never boots is skipped after `max_failed` failures on a sound host. A few
+/// failures among many good boots are the lab's, not the commit's, and every skip throws its
+/// boots and its build away: with two failures allowed in all, a host failing 10% of boots at
+/// random had about half of the commits skipped at Δ/σ = 1, each after ~15 boots. `firstbad
+/// sim` (N = 1024, Δ/σ = 1, failed-boot noise, 1000 replicates) measured 312 boots a hunt and
+/// 93.2% right then, 298 and 94.3% with one more failure per 8 values; docs/simulation.md has
+/// the figures with the host's rate.
+pub fn failures_allowed(max_failed: usize, values: usize, host: HostFailures) -> usize {
+    let p0 = if host.boots == 0 {
+        HOST_FAILURE_FLOOR
+    } else {
+        (host.failed as f64 / host.boots as f64).clamp(HOST_FAILURE_FLOOR, HOST_FAILURE_CAP)
+    };
+    let per_failure = (BROKEN_FAILURE_RATE / p0).ln();
+    let per_value = ((1.0 - p0) / (1.0 - BROKEN_FAILURE_RATE)).ln();
+    let threshold = (max_failed as f64 * per_failure).max((1.0 / SKIP_ALPHA).ln());
+    // The slack keeps exact ratios (max_failed failures, 8 values at the floor rate) from
+    // rounding the wrong way.
+    let first = (threshold / per_failure - 1e-9).ceil() as usize;
+    first + (values as f64 * per_value / per_failure + 1e-9).floor() as usize
 }
 
 /// Re-measurements of the good endpoint looked at together by the drift check: the last 4, so
@@ -562,12 +610,58 @@ mod tests {
 
     #[test]
     fn a_commit_that_mostly_boots_may_fail_a_few_times_more() {
+        let sound = HostFailures::default();
         // Never booted: skipped after max_failed_boots, as configured.
-        assert_eq!(failures_allowed(2, 0), 2);
-        assert_eq!(failures_allowed(1, 7), 1);
-        // Eight values buy one more failure, sixteen two.
-        assert_eq!(failures_allowed(2, 8), 3);
-        assert_eq!(failures_allowed(2, 16), 4);
+        assert_eq!(failures_allowed(2, 0, sound), 2);
+        assert_eq!(failures_allowed(1, 7, sound), 1);
+        // On a host that never fails, eight values buy one more failure, sixteen two.
+        assert_eq!(failures_allowed(2, 8, sound), 3);
+        assert_eq!(failures_allowed(2, 16, sound), 4);
+        // Endpoints that never failed in 50 boots are a sound host.
+        let clean = HostFailures {
+            failed: 0,
+            boots: 50,
+        };
+        assert_eq!(failures_allowed(2, 16, clean), 4);
+    }
+
+    #[test]
+    fn a_host_that_fails_often_buys_its_commits_more_failures() {
+        // 10% of the endpoints' boots failed: ln(5) = 1.609 a failure, ln(1.8) = 0.588 a
+        // value, threshold ln(100) = 4.605 (more than 2 × 1.609). By hand: 4.605 / 1.609 =
+        // 2.86 failures, and 0.588 / 1.609 = 0.365 more per value.
+        let flaky = HostFailures {
+            failed: 6,
+            boots: 60,
+        };
+        // A commit that never boots is skipped after its third failure (ceil(2.86)), not its
+        // second: two in a row happen to 1% of sound commits on such a host.
+        assert_eq!(failures_allowed(2, 0, flaky), 3);
+        assert_eq!(failures_allowed(1, 0, flaky), 3);
+        assert_eq!(failures_allowed(5, 0, flaky), 5);
+        assert_eq!(failures_allowed(2, 2, flaky), 3);
+        assert_eq!(failures_allowed(2, 3, flaky), 4);
+        assert_eq!(failures_allowed(2, 15, flaky), 8);
+        // A commit failing 3 of ~18 boots, as such a host does, is kept...
+        assert!(3 < failures_allowed(2, 15, flaky));
+        // ...and one failing half its boots is not.
+        assert!(10 >= failures_allowed(2, 10, flaky));
+        // A host failing nearly every boot counts as failing a quarter of them.
+        let broken = HostFailures {
+            failed: 9,
+            boots: 10,
+        };
+        assert_eq!(
+            failures_allowed(2, 4, broken),
+            failures_allowed(
+                2,
+                4,
+                HostFailures {
+                    failed: 1,
+                    boots: 4
+                }
+            )
+        );
     }
 
     #[test]

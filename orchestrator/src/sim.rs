@@ -42,7 +42,8 @@ use crate::posterior::{
     refine_budget, refine_step, rest, Candidate, Posterior, RefineRule, RefineStep, Standing,
 };
 use crate::sequential::{
-    self, assess_baselines, decide, BaselineOutcome, Call, Model, SequentialConfig, Timeline,
+    self, assess_baselines, decide, BaselineOutcome, Call, HostFailures, Model, SequentialConfig,
+    Timeline,
 };
 use crate::stats::{ks_2samp, mann_whitney_u, mean};
 use rand::rngs::StdRng;
@@ -374,9 +375,9 @@ const NOTHING: Outcome = Outcome {
     partial: None,
 };
 
-/// Interleaved endpoint boots until the regression is confirmed (the model, and the mean boot
-/// time of the baselines, where its centres stand) or refuted.
-fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<(Model, f64)> {
+/// Interleaved endpoint boots until the regression is confirmed (the model, the mean boot time
+/// of the baselines, where its centres stand, and the endpoints' failed boots) or refuted.
+fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<(Model, f64, HostFailures)> {
     let n = w.n;
     let first = w.boots + 1;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
@@ -392,7 +393,14 @@ fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<(Model, f64)> {
         }
         match assess_baselines(&good, &bad, Direction::LowerIsBetter, cfg) {
             BaselineOutcome::NeedMore => {}
-            BaselineOutcome::Confirmed(m, _) => return Some((m, (first + w.boots) as f64 / 2.0)),
+            BaselineOutcome::Confirmed(m, _) => {
+                let boots = w.boots + 1 - first;
+                let host = HostFailures {
+                    failed: boots - good.len() - bad.len(),
+                    boots,
+                };
+                return Some((m, (first + w.boots) as f64 / 2.0, host));
+            }
             BaselineOutcome::Refuted(_) => return None,
         }
     }
@@ -413,7 +421,7 @@ fn firstbad_run(w: &mut World) -> Outcome {
     const REFINE_BOOTS: usize = 60;
     const CONFIDENCE: f64 = 0.95;
     let n = w.n;
-    let Some((model, origin)) = baselines(w, &cfg) else {
+    let Some((model, origin, baseline_host)) = baselines(w, &cfg) else {
         return NOTHING;
     };
     w.phase = 1;
@@ -447,8 +455,17 @@ fn firstbad_run(w: &mut World) -> Outcome {
             if call != Call::NeedMore {
                 break call;
             }
-            // As the hunt: every failure of the commit counts (all of them in this loop).
-            if failures[m] >= sequential::failures_allowed(MAX_FAILED, values[m].len()) {
+            // As the hunt: every failure of the commit counts (all of them in this loop), against
+            // the endpoints' failure rate so far.
+            let host = HostFailures {
+                failed: baseline_host.failed + failures[0] + failures[n],
+                boots: baseline_host.boots
+                    + failures[0]
+                    + failures[n]
+                    + values[0].len()
+                    + values[n].len(),
+            };
+            if failures[m] >= sequential::failures_allowed(MAX_FAILED, values[m].len(), host) {
                 break Call::Undecided;
             }
             boot(w, &mut values, &mut failures, m);
@@ -589,7 +606,7 @@ fn firstbad(w: &mut World, greedy: bool) -> Outcome {
     // A build costs about one boot (incremental kernel build ~9 s, boot + workload longer).
     const BUILD_COST: f64 = 1.0;
     let n = w.n;
-    let Some((model, _)) = baselines(w, &cfg) else {
+    let Some((model, _, _)) = baselines(w, &cfg) else {
         return NOTHING;
     };
     let mut post = Posterior::new(n, model);
