@@ -116,6 +116,10 @@ enum Command {
         /// culprit only).
         #[arg(long, conflicts_with = "strategy")]
         matched: bool,
+        /// Threads to run replicates on (default: one per core). The table is the same
+        /// whatever this is: each replicate draws from its own seed.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
     },
 }
 
@@ -356,10 +360,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             shape,
             strategy,
             matched,
+            jobs,
         } => {
-            if matched {
-                return sim_matched(full, replicates, seed, n, d, noise, shape);
-            }
+            let jobs = jobs.map_or_else(firstbad::sim::default_jobs, |j| j as usize);
             let filter = firstbad::sim::Filter {
                 n,
                 d,
@@ -367,7 +370,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 shape,
                 strategy,
             };
-            let rows = firstbad::sim::table(full, replicates, seed, &filter, |r| {
+            if matched {
+                return sim_matched(full, replicates, seed, jobs, &filter);
+            }
+            let rows = firstbad::sim::table(full, replicates, seed, jobs, &filter, |r| {
                 eprint!(
                     "{}",
                     firstbad::sim::markdown(std::slice::from_ref(r))
@@ -403,19 +409,10 @@ fn sim_matched(
     full: bool,
     replicates: Option<usize>,
     seed: u64,
-    n: Vec<usize>,
-    d: Vec<f64>,
-    noise: Vec<String>,
-    shape: Vec<String>,
+    jobs: usize,
+    filter: &firstbad::sim::Filter,
 ) -> anyhow::Result<u8> {
     use firstbad::sim;
-    let filter = sim::Filter {
-        n,
-        d,
-        noise,
-        shape,
-        strategy: Vec::new(),
-    };
     let reps = replicates.unwrap_or(if full {
         sim::FULL_REPLICATES
     } else {
@@ -428,7 +425,7 @@ fn sim_matched(
         .into_iter()
         .filter(|c| filter.keeps_cell(c) && c.shape != sim::Shape::NoCulprit);
     for cell in kept {
-        let m = sim::matched(&cell, reps, seed, |r| {
+        let m = sim::matched(&cell, reps, seed, jobs, |r| {
             eprintln!(
                 "{}: {:.1}% right, {:.0} boots",
                 r.strategy.name(),

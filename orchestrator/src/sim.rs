@@ -49,6 +49,7 @@ use crate::stats::{ks_2samp, mann_whitney_u, mean};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Good endpoint's mean, in ms (the fsync p50 measured in the qemu set-up).
 const BASE: f64 = 35.0;
@@ -860,14 +861,102 @@ fn p95(mut v: Vec<f64>) -> f64 {
     v[k - 1]
 }
 
-/// Runs `replicates` histories of `cell` with `strategy`; replicate `r` uses seed
-/// `seed ^ hash(cell) ^ r`, the same histories for every strategy.
+/// What [`run_cell`] keeps of one replicate: its outcome, whether it was right, and its costs.
+struct Replicate {
+    outcome: Outcome,
+    /// The named commit is a true culprit.
+    right: bool,
+    boots: usize,
+    builds: usize,
+    by_phase: [usize; PHASES.len()],
+    verdicts: [usize; 2],
+}
+
+/// Runs one replicate drawn from `seed` and keeps its figures.
+fn replicate(strategy: Strategy, cell: &Cell, seed: u64) -> Replicate {
+    let (outcome, w) = run_one(strategy, cell, seed);
+    Replicate {
+        right: outcome.culprit.is_some_and(|c| w.culprits.contains(&c)),
+        outcome,
+        boots: w.boots,
+        builds: w.builds,
+        by_phase: w.by_phase,
+        verdicts: w.verdicts,
+    }
+}
+
+/// The replicates drawn from `seeds`, in their order, run on `jobs` threads. Each replicate
+/// owns its random stream, so which thread ran it changes nothing: the figures are the same
+/// bit for bit whatever `jobs` is (they are summed in replicate order afterwards).
+fn replicates_of(strategy: Strategy, cell: &Cell, seeds: &[u64], jobs: usize) -> Vec<Replicate> {
+    if jobs <= 1 || seeds.len() <= 1 {
+        return seeds
+            .iter()
+            .map(|&s| replicate(strategy, cell, s))
+            .collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut out: Vec<Option<Replicate>> = seeds.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.min(seeds.len()))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        // Replicates are handed out one at a time: their costs vary tenfold
+                        // (a hunt that hits the boot budget against one decided in 60 boots).
+                        let r = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&s) = seeds.get(r) else { break };
+                        mine.push((r, replicate(strategy, cell, s)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        for w in workers {
+            match w.join() {
+                Ok(done) => {
+                    for (r, x) in done {
+                        out[r] = Some(x);
+                    }
+                }
+                // A replicate's panic is a bug in the simulated strategy: show it as it was.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    out.into_iter()
+        .map(|x| x.expect("every index below seeds.len() is handed out once"))
+        .collect()
+}
+
+/// Threads [`run_cell`] uses: one per core.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `replicates` histories of `cell` with `strategy` on every core; see [`run_cell_on`].
 pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -> CellResult {
+    run_cell_on(strategy, cell, replicates, seed, default_jobs())
+}
+
+/// Runs `replicates` histories of `cell` with `strategy` on `jobs` threads; replicate `r` uses
+/// seed `seed ^ hash(cell) ^ r`, the same histories for every strategy and every `jobs`.
+pub fn run_cell_on(
+    strategy: Strategy,
+    cell: &Cell,
+    replicates: usize,
+    seed: u64,
+    jobs: usize,
+) -> CellResult {
     let cell_key = (cell.n as u64)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add((cell.d * 1000.0) as u64)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(cell.noise as u64 * 31 + cell.shape as u64);
+    let seeds: Vec<u64> = (0..replicates)
+        .map(|r| seed ^ cell_key ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
+        .collect();
     let (mut right, mut wrong, mut none) = (0usize, 0usize, 0usize);
     let (mut boots, mut builds) = (Vec::new(), Vec::new());
     let mut by_phase = [0usize; PHASES.len()];
@@ -876,16 +965,15 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
     let mut claims = false;
     // Runs that said "partial", among right and wrong answers.
     let (mut partial, mut says_partial) = ([0usize; 2], false);
-    for r in 0..replicates {
-        let s = seed ^ cell_key ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
-        let (o, w) = run_one(strategy, cell, s);
-        boots.push(w.boots as f64);
-        builds.push(w.builds as f64);
-        for (total, k) in by_phase.iter_mut().zip(w.by_phase) {
+    for x in replicates_of(strategy, cell, &seeds, jobs) {
+        let o = x.outcome;
+        boots.push(x.boots as f64);
+        builds.push(x.builds as f64);
+        for (total, k) in by_phase.iter_mut().zip(x.by_phase) {
             *total += k;
         }
-        verdicts[0] += w.verdicts[0];
-        verdicts[1] += w.verdicts[1];
+        verdicts[0] += x.verdicts[0];
+        verdicts[1] += x.verdicts[1];
         match o.culprit {
             None => {
                 none += 1;
@@ -893,9 +981,9 @@ pub fn run_cell(strategy: Strategy, cell: &Cell, replicates: usize, seed: u64) -
                     right += 1;
                 }
             }
-            Some(c) => {
+            Some(_) => {
                 named += 1;
-                let ok = w.culprits.contains(&c);
+                let ok = x.right;
                 if ok {
                     right += 1;
                     named_right += 1;
@@ -1042,12 +1130,14 @@ fn any<T>(v: &[T], ok: impl Fn(&T) -> bool) -> bool {
     v.is_empty() || v.iter().any(ok)
 }
 
-/// Runs every strategy on every cell of the quick or full run that `filter` keeps; `progress`
-/// sees each result as it completes (cells in order, strategies in [`Strategy::ALL`] order).
+/// Runs every strategy on every cell of the quick or full run that `filter` keeps, on `jobs`
+/// threads; `progress` sees each result as it completes (cells in order, strategies in
+/// [`Strategy::ALL`] order).
 pub fn table(
     full: bool,
     replicates: Option<usize>,
     seed: u64,
+    jobs: usize,
     filter: &Filter,
     mut progress: impl FnMut(&CellResult),
 ) -> Vec<CellResult> {
@@ -1063,7 +1153,7 @@ pub fn table(
             if !filter.keeps(&cell, s) {
                 continue;
             }
-            let r = run_cell(s, &cell, reps, seed);
+            let r = run_cell_on(s, &cell, reps, seed, jobs);
             progress(&r);
             out.push(r);
         }
@@ -1130,14 +1220,15 @@ impl Matched {
 
 /// Boots at equal accuracy (issue 4's target): runs `firstbad run` on `cell`, then raises each
 /// family's repeat count along [`MATCH_LADDERS`] until it is at least as accurate on the same
-/// histories. `progress` sees every result as it completes.
+/// histories, on `jobs` threads. `progress` sees every result as it completes.
 pub fn matched(
     cell: &Cell,
     replicates: usize,
     seed: u64,
+    jobs: usize,
     mut progress: impl FnMut(&CellResult),
 ) -> Vec<Matched> {
-    let firstbad = run_cell(Strategy::FirstbadRun, cell, replicates, seed);
+    let firstbad = run_cell_on(Strategy::FirstbadRun, cell, replicates, seed, jobs);
     progress(&firstbad);
     MATCH_LADDERS
         .iter()
@@ -1145,7 +1236,7 @@ pub fn matched(
             let mut below = None;
             let mut at = None;
             for &k in *ladder {
-                let r = run_cell(family(k), cell, replicates, seed);
+                let r = run_cell_on(family(k), cell, replicates, seed, jobs);
                 progress(&r);
                 let done = r.accuracy >= firstbad.accuracy;
                 below = at.replace(r);
@@ -1344,6 +1435,30 @@ mod tests {
             let (b, wb) = run_one(s, &cell, 42);
             assert_eq!(a, b);
             assert_eq!((wa.boots, wa.builds), (wb.boots, wb.builds));
+        }
+    }
+
+    #[test]
+    fn a_cell_s_figures_do_not_depend_on_how_many_threads_ran_it() {
+        // Two culprits and failed boots: claims, "partial" flags, skips and phases all vary
+        // from replicate to replicate, and the sums of claims are order-sensitive floats.
+        for (noise, shape) in [
+            (Noise::Failed, Shape::OneCulprit),
+            (Noise::Normal, Shape::TwoCulprits),
+        ] {
+            let cell = Cell {
+                n: 64,
+                d: 1.0,
+                noise,
+                shape,
+            };
+            let one = run_cell_on(Strategy::FirstbadRun, &cell, 12, 3, 1);
+            assert!(one.claimed.is_some() && one.partial.is_some(), "{one:?}");
+            // More threads than cores, and more than replicates.
+            for jobs in [2, 5, 40] {
+                let many = run_cell_on(Strategy::FirstbadRun, &cell, 12, 3, jobs);
+                assert_eq!(one, many, "{jobs} threads");
+            }
         }
     }
 

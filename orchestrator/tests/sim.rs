@@ -162,6 +162,31 @@ fn the_table_is_reproducible_from_its_seed() {
 }
 
 #[test]
+fn the_command_prints_the_same_table_on_one_thread_or_several() {
+    let run = |jobs: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
+            .args(["sim", "--replicates", "8", "--n", "64", "--d", "1"])
+            .args(["--noise", "failed", "--shape", "one"])
+            .args(["--strategy", "firstbad-run,pinpoint", "--jobs", jobs])
+            .output()
+            .expect("firstbad runs")
+    };
+    let one = run("1");
+    assert!(one.status.success(), "{one:?}");
+    let two = run("2");
+    assert!(two.status.success(), "{two:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&one.stdout),
+        String::from_utf8_lossy(&two.stdout)
+    );
+    // No thread at all is refused, naming the flag.
+    let none = run("0");
+    assert!(!none.status.success(), "{none:?}");
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("--jobs"), "{err}");
+}
+
+#[test]
 fn the_command_prints_the_table_then_where_firstbad_run_s_boots_went() {
     let run = |strategy: &str| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
