@@ -949,6 +949,27 @@ pub fn run_cell_on(
     seed: u64,
     jobs: usize,
 ) -> CellResult {
+    run_cell_sampled(strategy, cell, replicates, seed, jobs).0
+}
+
+/// One replicate as [`matched`]'s standard error resamples it: right or not (as
+/// [`CellResult::accuracy`] counts it) and its boots.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Counted in the accuracy.
+    pub right: bool,
+    /// Boots it took.
+    pub boots: usize,
+}
+
+/// [`run_cell_on`], with each replicate's [`Sample`] in replicate order.
+fn run_cell_sampled(
+    strategy: Strategy,
+    cell: &Cell,
+    replicates: usize,
+    seed: u64,
+    jobs: usize,
+) -> (CellResult, Vec<Sample>) {
     let cell_key = (cell.n as u64)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add((cell.d * 1000.0) as u64)
@@ -965,8 +986,13 @@ pub fn run_cell_on(
     let mut claims = false;
     // Runs that said "partial", among right and wrong answers.
     let (mut partial, mut says_partial) = ([0usize; 2], false);
+    let mut samples = Vec::with_capacity(replicates);
     for x in replicates_of(strategy, cell, &seeds, jobs) {
         let o = x.outcome;
+        samples.push(Sample {
+            right: x.right || (o.culprit.is_none() && cell.shape == Shape::NoCulprit),
+            boots: x.boots,
+        });
         boots.push(x.boots as f64);
         builds.push(x.builds as f64);
         for (total, k) in by_phase.iter_mut().zip(x.by_phase) {
@@ -1002,7 +1028,7 @@ pub fn run_cell_on(
         }
     }
     let f = |k: usize| k as f64 / replicates as f64;
-    CellResult {
+    let result = CellResult {
         cell: *cell,
         strategy,
         replicates,
@@ -1025,7 +1051,8 @@ pub fn run_cell_on(
         phases: (strategy == Strategy::FirstbadRun).then(|| by_phase.map(f)),
         verdicts_wrong: (strategy == Strategy::FirstbadRun && verdicts[0] > 0)
             .then(|| verdicts[1] as f64 / verdicts[0] as f64),
-    }
+    };
+    (result, samples)
 }
 
 /// The cells of the quick run (test suite) or the full run.
@@ -1193,6 +1220,9 @@ pub struct Matched {
     pub at: CellResult,
     /// The repeat count one step smaller, when there is one.
     pub below: Option<CellResult>,
+    /// Standard error of `firstbad run`'s share of those boots, when the family reached its
+    /// accuracy (see [`share_standard_error`]).
+    pub share_se: Option<f64>,
 }
 
 impl Matched {
@@ -1207,15 +1237,78 @@ impl Matched {
         if !self.reached() {
             return None;
         }
-        let hi = &self.at;
-        Some(match &self.below {
-            Some(lo) if hi.accuracy > lo.accuracy => {
-                let t = (self.firstbad.accuracy - lo.accuracy) / (hi.accuracy - lo.accuracy);
-                lo.boots_mean + t.clamp(0.0, 1.0) * (hi.boots_mean - lo.boots_mean)
-            }
-            _ => hi.boots_mean,
-        })
+        Some(interpolate(
+            self.firstbad.accuracy,
+            (self.at.accuracy, self.at.boots_mean),
+            self.below.as_ref().map(|lo| (lo.accuracy, lo.boots_mean)),
+        ))
     }
+
+    /// `firstbad run`'s mean boots over [`Self::boots_at_equal_accuracy`]: the issue's share.
+    pub fn share(&self) -> Option<f64> {
+        self.boots_at_equal_accuracy()
+            .map(|b| self.firstbad.boots_mean / b)
+    }
+}
+
+/// Boots at accuracy `target`, linear between the rung `hi` = (accuracy, boots) and the rung
+/// below it, `lo`; `hi`'s boots when there is no rung below or no slope between them. Never
+/// outside the two rungs: the ladder says nothing beyond them.
+fn interpolate(target: f64, hi: (f64, f64), lo: Option<(f64, f64)>) -> f64 {
+    match lo {
+        Some(lo) if hi.0 > lo.0 => {
+            let t = (target - lo.0) / (hi.0 - lo.0);
+            lo.1 + t.clamp(0.0, 1.0) * (hi.1 - lo.1)
+        }
+        _ => hi.1,
+    }
+}
+
+/// Resamples [`share_standard_error`] draws: the error of a standard error from 2000
+/// bootstrap resamples is about 1.6% of it (1/√(2·2000)), far below the second digit shown.
+pub const SHARE_RESAMPLES: usize = 2000;
+
+/// Bootstrap standard error of `firstbad run`'s share of the boots at equal accuracy.
+///
+/// The three runs share their histories (replicate `r` of every strategy is the same history),
+/// so a resample draws replicate indices once and takes all three runs' replicates at them:
+/// a history hard for `firstbad run` is hard for the others too, and the share's error is
+/// smaller than the accuracies' errors taken apart would say. Each resample recomputes the
+/// three accuracies and mean boots, interpolates as [`Matched::boots_at_equal_accuracy`]
+/// does, and takes the share; the result is the standard deviation of the shares. Seeded, so
+/// a table reproduces.
+pub fn share_standard_error(
+    firstbad: &[Sample],
+    at: &[Sample],
+    below: Option<&[Sample]>,
+    resamples: usize,
+    seed: u64,
+) -> f64 {
+    let n = firstbad.len();
+    assert!(
+        n > 0 && at.len() == n && below.is_none_or(|b| b.len() == n),
+        "one sample per history, the same histories in every run"
+    );
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut idx = vec![0usize; n];
+    let figures = |v: &[Sample], idx: &[usize]| {
+        let right = idx.iter().filter(|&&i| v[i].right).count();
+        let boots: usize = idx.iter().map(|&i| v[i].boots).sum();
+        (right as f64 / n as f64, boots as f64 / n as f64)
+    };
+    let shares: Vec<f64> = (0..resamples)
+        .map(|_| {
+            for i in idx.iter_mut() {
+                *i = rng.gen_range(0..n);
+            }
+            let (fb_acc, fb_boots) = figures(firstbad, &idx);
+            let equal = interpolate(fb_acc, figures(at, &idx), below.map(|b| figures(b, &idx)));
+            fb_boots / equal
+        })
+        .collect();
+    let m = mean(&shares);
+    let var = shares.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (resamples - 1) as f64;
+    var.sqrt()
 }
 
 /// Boots at equal accuracy (issue 4's target): runs `firstbad run` on `cell`, then raises each
@@ -1228,27 +1321,40 @@ pub fn matched(
     jobs: usize,
     mut progress: impl FnMut(&CellResult),
 ) -> Vec<Matched> {
-    let firstbad = run_cell_on(Strategy::FirstbadRun, cell, replicates, seed, jobs);
+    let (firstbad, fb_samples) =
+        run_cell_sampled(Strategy::FirstbadRun, cell, replicates, seed, jobs);
     progress(&firstbad);
     MATCH_LADDERS
         .iter()
         .map(|(family, ladder)| {
-            let mut below = None;
+            let mut below: Option<(CellResult, Vec<Sample>)> = None;
             let mut at = None;
             for &k in *ladder {
-                let r = run_cell_on(family(k), cell, replicates, seed, jobs);
-                progress(&r);
-                let done = r.accuracy >= firstbad.accuracy;
+                let r = run_cell_sampled(family(k), cell, replicates, seed, jobs);
+                progress(&r.0);
+                let done = r.0.accuracy >= firstbad.accuracy;
                 below = at.replace(r);
                 if done {
                     break;
                 }
             }
-            Matched {
+            let (at, at_samples) = at.expect("every ladder has a rung");
+            let mut m = Matched {
                 firstbad: firstbad.clone(),
-                at: at.expect("every ladder has a rung"),
-                below,
+                at,
+                below: below.as_ref().map(|b| b.0.clone()),
+                share_se: None,
+            };
+            if m.reached() {
+                m.share_se = Some(share_standard_error(
+                    &fb_samples,
+                    &at_samples,
+                    below.as_ref().map(|b| &b.1[..]),
+                    SHARE_RESAMPLES,
+                    seed,
+                ));
             }
+            m
         })
         .collect()
 }
@@ -1277,12 +1383,15 @@ pub fn matched_markdown(results: &[Matched]) -> String {
                 b.boots_mean
             )
         });
-        let (equal, share) = match m.boots_at_equal_accuracy() {
-            Some(b) => (
+        let (equal, share) = match (m.boots_at_equal_accuracy(), m.share()) {
+            (Some(b), Some(share)) => (
                 format!("{b:.0}"),
-                format!("{:.2}×", m.firstbad.boots_mean / b),
+                match m.share_se {
+                    Some(se) => format!("{share:.2}× ± {se:.2}"),
+                    None => format!("{share:.2}×"),
+                },
             ),
-            None => ("—".to_string(), "—".to_string()),
+            _ => ("—".to_string(), "—".to_string()),
         };
         let _ = writeln!(
             s,
@@ -1530,6 +1639,71 @@ mod tests {
     }
 
     #[test]
+    fn the_share_s_standard_error_matches_the_textbook_one_where_there_is_one() {
+        // Every run right on every history, so the boots at equal accuracy are the rung's
+        // constant 100 and the share is firstbad's mean boots / 100: its standard error is
+        // sd(boots) / √n / 100 = 10 / √400 / 100 = 0.005 for boots alternating 40 and 60.
+        let n = 400;
+        let fb: Vec<Sample> = (0..n)
+            .map(|i| Sample {
+                right: true,
+                boots: if i % 2 == 0 { 40 } else { 60 },
+            })
+            .collect();
+        let rung = |boots| vec![Sample { right: true, boots }; n];
+        let se = share_standard_error(&fb, &rung(100), Some(&rung(90)), SHARE_RESAMPLES, 1);
+        // The bootstrap's own error at 2000 resamples is about 1.6% of it; 5% is 3 of those.
+        assert!((se - 0.005).abs() < 0.05 * 0.005, "{se}");
+        // Seeded: the same figure again.
+        assert_eq!(
+            se,
+            share_standard_error(&fb, &rung(100), Some(&rung(90)), SHARE_RESAMPLES, 1)
+        );
+        // Nothing varies: no error.
+        assert_eq!(
+            share_standard_error(&rung(50), &rung(100), None, 200, 1),
+            0.0
+        );
+    }
+
+    #[test]
+    fn the_share_s_standard_error_pairs_the_runs_by_history() {
+        // A history either easy (every run right, few boots) or hard (all wrong, many boots)
+        // for all three runs alike: the share barely moves across resamples, because each
+        // resample draws the same histories for every run. Unpaired, the accuracies would
+        // move apart and the interpolation with them.
+        let n = 200;
+        let run = |easy: usize, hard: usize| -> Vec<Sample> {
+            (0..n)
+                .map(|i| {
+                    let ok = i % 10 != 0;
+                    Sample {
+                        right: ok,
+                        boots: if ok { easy } else { hard },
+                    }
+                })
+                .collect()
+        };
+        let paired = share_standard_error(
+            &run(50, 100),
+            &run(100, 200),
+            Some(&run(80, 160)),
+            SHARE_RESAMPLES,
+            3,
+        );
+        let mut shuffled = run(100, 200);
+        shuffled.rotate_left(1);
+        let unpaired = share_standard_error(
+            &run(50, 100),
+            &shuffled,
+            Some(&run(80, 160)),
+            SHARE_RESAMPLES,
+            3,
+        );
+        assert!(paired < 0.5 * unpaired, "{paired} against {unpaired}");
+    }
+
+    #[test]
     fn boots_at_equal_accuracy_interpolate_between_the_bracketing_repeat_counts() {
         let cell = Cell {
             n: 64,
@@ -1559,11 +1733,17 @@ mod tests {
             firstbad: firstbad.clone(),
             at: result(Strategy::GitBisect(48), 0.99, 384.0),
             below: Some(result(Strategy::GitBisect(32), 0.94, 256.0)),
+            share_se: None,
         };
         // 0.96 is two fifths of the way from 0.94 to 0.99: 256 + 0.4 · 128.
         let b = m.boots_at_equal_accuracy().expect("reached");
         assert!((b - 307.2).abs() < 1e-9, "{b}");
         assert!(matched_markdown(std::slice::from_ref(&m)).contains("| 307 | 0.60× |"));
+        let with_error = Matched {
+            share_se: Some(0.031),
+            ..m.clone()
+        };
+        assert!(matched_markdown(&[with_error]).contains("| 307 | 0.60× ± 0.03 |"));
         // The first rung already as accurate: its own boots, not an extrapolation below it.
         let first = Matched {
             below: None,
