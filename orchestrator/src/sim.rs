@@ -979,7 +979,7 @@ fn run_cell_sampled(
         .map(|r| seed ^ cell_key ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
         .collect();
     let (mut right, mut wrong, mut none) = (0usize, 0usize, 0usize);
-    let (mut boots, mut builds) = (Vec::new(), Vec::new());
+    let mut builds = Vec::new();
     let mut by_phase = [0usize; PHASES.len()];
     let mut verdicts = [0usize; 2];
     let (mut claimed, mut named_right, mut named) = (0.0, 0usize, 0usize);
@@ -989,11 +989,14 @@ fn run_cell_sampled(
     let mut samples = Vec::with_capacity(replicates);
     for x in replicates_of(strategy, cell, &seeds, jobs) {
         let o = x.outcome;
+        // Right as the accuracy counts it: a true culprit named, or on a no-culprit history
+        // none named.
+        let counted = x.right || (o.culprit.is_none() && cell.shape == Shape::NoCulprit);
+        right += usize::from(counted);
         samples.push(Sample {
-            right: x.right || (o.culprit.is_none() && cell.shape == Shape::NoCulprit),
+            right: counted,
             boots: x.boots,
         });
-        boots.push(x.boots as f64);
         builds.push(x.builds as f64);
         for (total, k) in by_phase.iter_mut().zip(x.by_phase) {
             *total += k;
@@ -1001,17 +1004,11 @@ fn run_cell_sampled(
         verdicts[0] += x.verdicts[0];
         verdicts[1] += x.verdicts[1];
         match o.culprit {
-            None => {
-                none += 1;
-                if cell.shape == Shape::NoCulprit {
-                    right += 1;
-                }
-            }
+            None => none += 1,
             Some(_) => {
                 named += 1;
                 let ok = x.right;
                 if ok {
-                    right += 1;
                     named_right += 1;
                 } else {
                     wrong += 1;
@@ -1028,6 +1025,7 @@ fn run_cell_sampled(
         }
     }
     let f = |k: usize| k as f64 / replicates as f64;
+    let boots: Vec<f64> = samples.iter().map(|x| x.boots as f64).collect();
     let result = CellResult {
         cell: *cell,
         strategy,
@@ -1243,12 +1241,6 @@ impl Matched {
             self.below.as_ref().map(|lo| (lo.accuracy, lo.boots_mean)),
         ))
     }
-
-    /// `firstbad run`'s mean boots over [`Self::boots_at_equal_accuracy`]: the share.
-    pub fn share(&self) -> Option<f64> {
-        self.boots_at_equal_accuracy()
-            .map(|b| self.firstbad.boots_mean / b)
-    }
 }
 
 /// Boots at accuracy `target`, linear between the rung `hi` = (accuracy, boots) and the rung
@@ -1383,15 +1375,18 @@ pub fn matched_markdown(results: &[Matched]) -> String {
                 b.boots_mean
             )
         });
-        let (equal, share) = match (m.boots_at_equal_accuracy(), m.share()) {
-            (Some(b), Some(share)) => (
-                format!("{b:.0}"),
-                match m.share_se {
-                    Some(se) => format!("{share:.2}× ± {se:.2}"),
-                    None => format!("{share:.2}×"),
-                },
-            ),
-            _ => ("—".to_string(), "—".to_string()),
+        let (equal, share) = match m.boots_at_equal_accuracy() {
+            Some(b) => {
+                let share = m.firstbad.boots_mean / b;
+                (
+                    format!("{b:.0}"),
+                    match m.share_se {
+                        Some(se) => format!("{share:.2}× ± {se:.2}"),
+                        None => format!("{share:.2}×"),
+                    },
+                )
+            }
+            None => ("—".to_string(), "—".to_string()),
         };
         let _ = writeln!(
             s,
