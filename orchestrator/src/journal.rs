@@ -45,6 +45,11 @@ pub struct HuntIdentity {
     /// Hash of everything that changes what a measurement means (kernel config, workload,
     /// metric); a rerun with another value must use another state directory.
     pub fingerprint: String,
+    /// The same fields one by one (`classify.mode` → `"baselines"`), so that a changed hunt
+    /// file is refused with the field, the old and the new value. Empty in journals written
+    /// before firstbad recorded them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub meaning: std::collections::BTreeMap<String, String>,
 }
 
 /// What a build ended with.
@@ -197,6 +202,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         boots: Option<usize>,
     },
+    /// A run of `firstbad run` began: nothing an earlier run started is still running (its
+    /// steps are redone). `tuning` holds the settings that may change between runs (alpha,
+    /// beta, boot caps, refinement, confirmation) as this run used them.
+    RunStarted {
+        /// Setting name → value, as in the hunt file.
+        #[serde(default)]
+        tuning: std::collections::BTreeMap<String, String>,
+    },
+    /// A drift check began: the good endpoint's boots started from here on are its
+    /// re-measurements.
+    DriftCheckStarted,
     /// The good endpoint was booted again to check that the host has not drifted.
     DriftCheck {
         /// Verdicts given when the check was made (checks fall after every N verdicts).
@@ -497,6 +513,7 @@ mod tests {
                 good: "a".into(),
                 bad: "b".into(),
                 fingerprint: "f".into(),
+                meaning: Default::default(),
             })
             .unwrap();
             j.append(&Event::BuildStarted {

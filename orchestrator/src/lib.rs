@@ -9,6 +9,7 @@ pub mod agent_client;
 pub mod build;
 pub mod config;
 pub mod error;
+pub mod exec;
 pub mod history;
 pub mod hosts;
 pub mod hunt;

@@ -48,9 +48,7 @@ use crate::build::checkout_detached;
 use crate::config::{LocalConfig, TestConfig};
 use crate::error::exit_code;
 use crate::hunt::{apply_replay, journal_path, short, HuntError, HuntState, Outcome};
-use crate::journal::{
-    Entry, Event, HuntEnd, HuntIdentity, Journal, RangeInfo, TestOutcome, Verdict,
-};
+use crate::journal::{Entry, Event, HuntEnd, HuntIdentity, Journal, TestOutcome, Verdict};
 use crate::search::{Bisection, Next};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
@@ -135,13 +133,7 @@ pub fn rounds(entries: &[Entry]) -> u32 {
 
 /// Runs (or resumes) a local command hunt to its end.
 pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
-    let crate::hunt::HuntRange {
-        history,
-        dag,
-        bad,
-        goods,
-        info: range_info,
-    } = crate::hunt::HuntRange::load(
+    let range = crate::hunt::HuntRange::load(
         &cfg.source,
         &cfg.repo,
         &cfg.goods,
@@ -149,6 +141,15 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         &cfg.paths,
         cfg.first_parent,
     )?;
+    let mut meaning = range.meaning();
+    meaning.insert("test.command".into(), cfg.test.command.clone());
+    let crate::hunt::HuntRange {
+        history,
+        dag,
+        bad,
+        goods,
+        info: range_info,
+    } = range;
     let good = goods[0].clone();
 
     std::fs::create_dir_all(cfg.state_dir.join("logs")).map_err(|e| {
@@ -161,13 +162,13 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
     let identity = HuntIdentity {
         good: good.clone(),
         bad: bad.clone(),
-        fingerprint: fingerprint(&cfg.test, range_info.as_ref()),
+        fingerprint: crate::hunt::prelude::fingerprint(&meaning),
+        meaning,
     };
     crate::hunt::begin_or_resume(
         &journal,
         &identity,
         &cfg.state_dir,
-        "another command or range option",
         &dag,
         &goods,
         range_info.as_ref(),
@@ -403,23 +404,6 @@ fn end_code(end: &HuntEnd) -> u8 {
         HuntEnd::OnlySkippedLeft { .. } => exit_code::AMBIGUOUS,
         HuntEnd::NotReproduced { .. } => exit_code::NOT_REPRODUCED,
     }
-}
-
-/// The command and the range options: a journal made with another command belongs to another
-/// hunt. The timeout and the number of jobs may change between runs.
-fn fingerprint(test: &TestConfig, range: Option<&RangeInfo>) -> String {
-    let mut m = format!("local command\0{}", test.command);
-    if let Some(r) = range {
-        m.push_str(&format!(
-            "\0range goods={} paths={} first_parent={}",
-            r.goods.join(","),
-            r.paths.join(","),
-            r.first_parent
-        ));
-    }
-    git2::Oid::hash_object(git2::ObjectType::Blob, m.as_bytes())
-        .map(|o| o.to_string())
-        .unwrap_or(m)
 }
 
 /// A finished run, from a worker.

@@ -155,6 +155,7 @@ fn the_bisect_log_of_a_range_with_options_replays_in_git() {
         good: goods[0].clone(),
         bad: bad.clone(),
         fingerprint: "f".into(),
+        meaning: Default::default(),
     };
     let state = HuntState {
         verdicts: vec![(first.clone(), Verdict::Good, "measured".into())],

@@ -160,6 +160,7 @@ fn fixture() -> Fixture {
         good: good.clone(),
         bad: bad.clone(),
         fingerprint: "f".into(),
+        meaning: Default::default(),
     })
     .unwrap();
     let history = History::open(&cfg.repo).unwrap();

@@ -140,8 +140,7 @@ pub fn markdown(
                 "## In progress\n\n{} verdicts so far{}.",
                 state.verdicts.len(),
                 state
-                    .in_flight
-                    .as_ref()
+                    .in_flight()
                     .map(|s| format!("; now: {s}"))
                     .unwrap_or_default()
             );

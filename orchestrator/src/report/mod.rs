@@ -694,7 +694,7 @@ impl Report {
             Some(HuntEnd::Found { .. }) => ("found", None),
             Some(HuntEnd::OnlySkippedLeft { .. }) => ("only-skipped-left", None),
             Some(HuntEnd::NotReproduced { message }) => ("not-reproduced", Some(message.clone())),
-            None => ("in-progress", state.in_flight.clone()),
+            None => ("in-progress", state.in_flight()),
         };
         let first_bad = match &state.end {
             Some(HuntEnd::Found { commit }) => {

@@ -147,7 +147,7 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
         _ => None,
     });
     let ended_at = entries.last().map_or(now_ms, |e| e.at_ms);
-    match (&state.in_flight, &last_start) {
+    match (&state.in_flight(), &last_start) {
         (Some(step), Some((_, _, at))) if state.end.is_none() => {
             let _ = writeln!(
                 o,
@@ -283,6 +283,7 @@ mod tests {
             good: "g".into(),
             bad: "b".into(),
             fingerprint: String::new(),
+            meaning: Default::default(),
         };
         let built = |_: &str| BuildOutcome::Failed {
             log: PathBuf::new(),

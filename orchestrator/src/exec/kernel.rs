@@ -1,0 +1,117 @@
+//! The executor's parts for kernel hunts: the kernel builder and the qemu and ssh hosts
+//! behind [`super::Builder`] and [`super::TestHost`].
+
+use super::{BootJob, Task};
+use crate::build::BuildError;
+use crate::config::WorkloadConfig;
+use crate::hosts::{Host, HostError};
+use crate::journal::{BootOutcome, BuildOutcome};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The kernel builder (one build directory per config and toolchain), off the async threads.
+pub struct KernelBuilder(pub Arc<crate::build::Builder>);
+
+impl super::Builder for KernelBuilder {
+    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>> {
+        let (b, c) = (Arc::clone(&self.0), commit.to_owned());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || b.build(&c))
+                .await
+                .expect("a build does not panic")
+        })
+    }
+}
+
+/// A qemu or ssh host running the hunt's workload.
+pub struct KernelHost {
+    name: String,
+    host: tokio::sync::Mutex<Host>,
+    workload: WorkloadConfig,
+    /// Seconds added to every boot: a slow host, for measurements of the pool (set from
+    /// `FIRSTBAD_TEST_SLOW_HOSTS=name:seconds,...`; tests and benchmarks only).
+    delay: Duration,
+}
+
+impl KernelHost {
+    /// Wraps `host` for the executor.
+    pub fn new(host: Host, workload: &WorkloadConfig) -> KernelHost {
+        let name = host.name().to_owned();
+        let delay = std::env::var("FIRSTBAD_TEST_SLOW_HOSTS")
+            .ok()
+            .and_then(|v| {
+                v.split(',').find_map(|kv| {
+                    let (n, s) = kv.split_once(':')?;
+                    (n == name).then(|| s.parse::<u64>().ok()).flatten()
+                })
+            })
+            .map_or(Duration::ZERO, Duration::from_secs);
+        KernelHost {
+            name,
+            host: tokio::sync::Mutex::new(host),
+            workload: workload.clone(),
+            delay,
+        }
+    }
+}
+
+impl super::TestHost for KernelHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+        Box::pin(async move {
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
+            let mut host = self.host.lock().await;
+            boot_and_measure(&mut host, &job, &self.workload).await
+        })
+    }
+}
+
+/// One boot of a built kernel on `host` and one run of the workload: the boot's outcome (a
+/// failed boot is the candidate's), or the host's own error.
+pub async fn boot_and_measure(
+    host: &mut Host,
+    job: &BootJob,
+    workload: &WorkloadConfig,
+) -> Result<BootOutcome, HostError> {
+    let console = job.console.as_path();
+    let mut session = match host.boot(&job.image, &job.release, console).await {
+        Ok(session) => session,
+        Err(Err(host_error)) => return Err(host_error),
+        Err(Ok(failure)) => {
+            return Ok(BootOutcome::Failed {
+                reason: failure.reason,
+                console: failure.console,
+            })
+        }
+    };
+    let r = session
+        .run(&workload.workload, Duration::from_secs(workload.timeout_s))
+        .await;
+    let (identity, boot_seconds) = (session.identity().clone(), session.boot_seconds());
+    session.shutdown().await;
+    Ok(match r {
+        Err(failure) => BootOutcome::Failed {
+            reason: failure.reason,
+            console: failure.console,
+        },
+        Ok(result) => match result.metrics.get(&workload.metric) {
+            Some(&value) if value.is_finite() => BootOutcome::Measured {
+                kernel_release: identity.kernel_release,
+                boot_id: identity.boot_id,
+                value,
+                result,
+                console: console.to_owned(),
+                boot_seconds,
+            },
+            _ => BootOutcome::Failed {
+                reason: format!("the workload reported no {} metric", workload.metric),
+                console: console.to_owned(),
+            },
+        },
+    })
+}

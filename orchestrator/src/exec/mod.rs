@@ -1,0 +1,356 @@
+//! The executor: does what the driver ([`crate::hunt::driver`]) decides, behind two small
+//! traits, a builder and a test host, and feeds each host as soon as it frees.
+//!
+//! Every step is journalled before it is taken and again when it ends, and applied to the
+//! state right after it is journalled ([`crate::hunt::prelude::record`]): the driver reads
+//! nothing else. Results are applied in the order they arrive; there is no round barrier.
+//! A host error takes that host out of the pool (the boot is a failed one, never a verdict)
+//! after transient errors have been retried with backoff; on the last host it stops the
+//! hunt once the other running steps are journalled.
+
+pub mod kernel;
+
+use crate::build::BuildError;
+use crate::hosts::HostError;
+use crate::hunt::driver::{Decision, Driver, Work};
+use crate::hunt::prelude::record;
+use crate::hunt::{short, HuntError, HuntState};
+use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::Instrument;
+
+/// A future the executor runs beside others.
+pub type Task<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Builds kernels (or whatever a candidate needs before it is tested), one at a time.
+pub trait Builder {
+    /// Builds `commit`: a kernel, or a failed build (the candidate's: a skip); `Err` is the
+    /// builder's own failure and stops the hunt.
+    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>>;
+}
+
+/// One boot for a host to run.
+#[derive(Debug, Clone)]
+pub struct BootJob {
+    /// The commit.
+    pub commit: String,
+    /// Its boot number.
+    pub boot: u32,
+    /// The kernel to boot.
+    pub image: PathBuf,
+    /// The release the booted kernel must report.
+    pub release: String,
+    /// Where its console goes.
+    pub console: PathBuf,
+}
+
+/// A test host: boots a kernel and runs the workload.
+pub trait TestHost: Send + Sync + 'static {
+    /// Its name in the journal.
+    fn name(&self) -> &str;
+    /// Boots it runs at once (a machine 1, a farm its cap).
+    fn capacity(&self) -> usize {
+        1
+    }
+    /// One boot and one run of the workload: the boot's outcome (a failed boot is the
+    /// candidate's), or the host's own error.
+    fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>>;
+}
+
+/// Host errors that may pass: retried this many times, with doubling waits from
+/// [`RETRY_FIRST_WAIT`], before the host leaves the pool.
+pub const RETRIES: u32 = 2;
+/// The first wait before a retry; a qemu that could not start because the machine was short
+/// of memory for a moment, or a lab machine's sshd restarting, is back within seconds.
+pub const RETRY_FIRST_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether a host error may pass on its own (an I/O error) rather than need a person.
+pub fn transient(e: &HostError) -> bool {
+    matches!(e, HostError::Io { .. })
+}
+
+// One per running step; a boot's outcome is the common case and is not worth a box.
+#[allow(clippy::large_enum_variant)]
+enum Done {
+    Built(String, Result<BuildOutcome, BuildError>),
+    Booted(BootJob, String, Result<BootOutcome, HostError>),
+}
+
+/// Where the executor puts what a boot leaves behind.
+pub struct Paths {
+    /// Console logs (`<short>-boot<N>.log`).
+    pub consoles: PathBuf,
+}
+
+/// Runs the hunt with `driver` until it ends or stops; `state` is the journal's fold so far.
+pub async fn drive<B: Builder, H: TestHost>(
+    driver: &mut Driver,
+    state: &mut HuntState,
+    journal: &Journal,
+    builder: &B,
+    hosts: &[Arc<H>],
+    paths: &Paths,
+) -> Result<HuntEnd, HuntError> {
+    let by_name: HashMap<&str, &Arc<H>> = hosts.iter().map(|h| (h.name(), h)).collect();
+    // Kernels the journal calls built whose files are gone (someone cleaned the cache): built
+    // again before they are booted, rather than a missing file booted.
+    let mut stale: HashSet<String> = state
+        .builds
+        .iter()
+        .filter_map(|(c, b)| match b {
+            BuildOutcome::Built { image, .. } if !image.is_file() => Some(c.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut running: FuturesUnordered<Task<Done>> = FuturesUnordered::new();
+    let mut stop: Option<HuntError> = None;
+    loop {
+        if stop.is_none() {
+            match driver.next(state) {
+                Decision::Record(event) => {
+                    say(&event, state);
+                    record(journal, state, event)?;
+                    continue;
+                }
+                Decision::Done(end) => return Ok(end),
+                Decision::Stop(why) => stop = Some(HuntError::Infrastructure(why)),
+                Decision::Wait => {}
+                Decision::Start(work) => {
+                    let mut started = 0;
+                    for w in work {
+                        let commit = match &w {
+                            Work::Build(c) | Work::Boot { commit: c, .. } => c.clone(),
+                        };
+                        let rebuild = matches!(w, Work::Boot { .. }) && stale.contains(&commit);
+                        if matches!(w, Work::Build(_)) || rebuild {
+                            if state.building().is_some() {
+                                continue;
+                            }
+                            stale.remove(&commit);
+                            record(
+                                journal,
+                                state,
+                                Event::BuildStarted {
+                                    commit: commit.clone(),
+                                },
+                            )?;
+                            tracing::info!("building {}", short(&commit));
+                            let span = tracing::info_span!("build", commit = short(&commit));
+                            let task = builder.build(&commit);
+                            running.push(Box::pin(
+                                async move { Done::Built(commit, task.await) }.instrument(span),
+                            ));
+                            started += 1;
+                            continue;
+                        }
+                        let Work::Boot { host, .. } = w else {
+                            unreachable!("builds handled above")
+                        };
+                        let Some(h) = by_name.get(host.as_str()) else {
+                            return Err(HuntError::Infrastructure(format!(
+                                "the driver chose host {host}, which this hunt does not have"
+                            )));
+                        };
+                        let Some(BuildOutcome::Built {
+                            kernel_release,
+                            image,
+                            ..
+                        }) = state.builds.get(&commit).cloned()
+                        else {
+                            return Err(HuntError::Infrastructure(format!(
+                                "the driver chose to boot {}, which is not built",
+                                short(&commit)
+                            )));
+                        };
+                        let boot = state.next_boot_number(&commit);
+                        record(
+                            journal,
+                            state,
+                            Event::BootStarted {
+                                commit: commit.clone(),
+                                boot,
+                                host: host.clone(),
+                            },
+                        )?;
+                        tracing::info!("boot {boot} of {} on {host}", short(&commit));
+                        let job = BootJob {
+                            console: paths
+                                .consoles
+                                .join(format!("{}-boot{boot}.log", short(&commit))),
+                            commit: commit.clone(),
+                            boot,
+                            image,
+                            release: kernel_release,
+                        };
+                        let span = tracing::info_span!("boot", commit = short(&commit), boot, host = %host);
+                        let task = with_retries(Arc::clone(h), job.clone());
+                        running.push(Box::pin(
+                            async move { Done::Booted(job, host, task.await) }.instrument(span),
+                        ));
+                        started += 1;
+                    }
+                    if started > 0 {
+                        continue;
+                    }
+                }
+            }
+        }
+        let Some(done) = running.next().await else {
+            return Err(stop.unwrap_or_else(|| {
+                HuntError::Infrastructure(
+                    "nothing is running and the driver has nothing to start: a bug in \
+                     firstbad; rerun resumes"
+                        .into(),
+                )
+            }));
+        };
+        match done {
+            Done::Built(commit, Ok(outcome)) => {
+                match &outcome {
+                    BuildOutcome::Built {
+                        kernel_release,
+                        seconds,
+                        ..
+                    } => tracing::info!("built {kernel_release} in {seconds:.0} s"),
+                    BuildOutcome::Failed { error_lines, log } => tracing::warn!(
+                        "{} does not build: {} (log {})",
+                        short(&commit),
+                        error_lines.first().map(String::as_str).unwrap_or("?"),
+                        log.display()
+                    ),
+                }
+                record(journal, state, Event::BuildFinished { commit, outcome })?;
+            }
+            Done::Built(_, Err(e)) => {
+                stop.get_or_insert(e.into());
+            }
+            Done::Booted(job, host, Ok(outcome)) => {
+                match &outcome {
+                    BootOutcome::Measured { value, .. } => tracing::info!(
+                        "{} boot {} on {host}: {value:.3}",
+                        short(&job.commit),
+                        job.boot
+                    ),
+                    BootOutcome::Failed { reason, console } => tracing::warn!(
+                        "{} boot {} on {host} failed: {reason} (console {})",
+                        short(&job.commit),
+                        job.boot,
+                        console.display()
+                    ),
+                }
+                record(
+                    journal,
+                    state,
+                    Event::BootFinished {
+                        commit: job.commit,
+                        boot: job.boot,
+                        host,
+                        outcome,
+                    },
+                )?;
+            }
+            Done::Booted(job, host, Err(e)) => {
+                let left = driver
+                    .plan
+                    .hosts
+                    .iter()
+                    .filter(|h| h.name != host && !state.retired.iter().any(|(r, _)| *r == h.name))
+                    .count();
+                if left == 0 {
+                    // The last host: nothing to journal for this boot (it is redone on a
+                    // rerun), but the other running steps still are.
+                    stop.get_or_insert(e.into());
+                    continue;
+                }
+                let reason = e.to_string();
+                tracing::error!(
+                    "host {host} leaves the pool: {reason}; the hunt goes on with the other {left}"
+                );
+                record(
+                    journal,
+                    state,
+                    Event::HostRetired {
+                        host: host.clone(),
+                        reason: reason.clone(),
+                    },
+                )?;
+                record(
+                    journal,
+                    state,
+                    Event::BootFinished {
+                        commit: job.commit,
+                        boot: job.boot,
+                        host: host.clone(),
+                        outcome: BootOutcome::Failed {
+                            reason: format!("host {host} left the pool: {reason}"),
+                            console: job.console,
+                        },
+                    },
+                )?;
+            }
+        }
+    }
+}
+
+/// A boot on `host`, retried after a transient host error ([`RETRIES`], doubling waits).
+fn with_retries<H: TestHost>(host: Arc<H>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+    Box::pin(async move {
+        let mut wait = RETRY_FIRST_WAIT;
+        let mut attempt = 0;
+        loop {
+            match Arc::clone(&host).boot(job.clone()).await {
+                Err(e) if transient(&e) && attempt < RETRIES => {
+                    tracing::warn!(
+                        "host {}: {e}; retrying in {} s",
+                        host.name(),
+                        wait.as_secs()
+                    );
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    })
+}
+
+/// Says in the log what a decision is, as it is journalled.
+fn say(event: &Event, state: &HuntState) {
+    match event {
+        Event::Verdict {
+            commit,
+            verdict,
+            reason,
+        } => tracing::info!("{} is {}: {reason}", short(commit), verdict.as_str()),
+        Event::BaselinesConfirmed { summary, .. } => tracing::info!("baselines: {summary}"),
+        Event::DriftCheck {
+            drifted: false,
+            summary,
+            ..
+        } => tracing::info!("no drift: {summary}"),
+        Event::DriftCheck { summary, .. } => tracing::error!("drift: {summary}"),
+        Event::ConfirmStarted { commit, parent } => tracing::info!(
+            "re-testing {} against its parent {} ({} boots so far)",
+            short(commit),
+            short(parent),
+            state.total_boots()
+        ),
+        Event::Confirmation {
+            confirmed: true,
+            summary,
+            ..
+        } => tracing::info!("culprit confirmed: {summary}"),
+        Event::Confirmation { summary, .. } => tracing::warn!("culprit NOT confirmed: {summary}"),
+        Event::HostRetired { host, reason } => {
+            tracing::error!("host {host} leaves the pool: {reason}")
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,388 @@
+//! The driver: from a hunt's state and its plan, what to do next. Pure: no I/O, no clock, no
+//! git; its randomness is the hunt's seed. The executor ([`crate::exec`]) does what it says,
+//! journals it, applies it, and asks again; the simulator (`firstbad sim`) drives the same
+//! driver with simulated hosts.
+//!
+//! One file per phase ([`super::phases`]): the endpoints' baselines, the bisection with its
+//! drift checks, the posterior phase, the final re-test.
+
+use super::judge::{Judge, Settings};
+use super::phases;
+use super::HuntState;
+use crate::journal::{BuildOutcome, Event, HuntEnd};
+use crate::search::{Bisection, Dag, Next};
+use std::collections::HashMap;
+
+/// A test host as the driver sees it: a name and how many boots it takes at once.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    /// The host's name.
+    pub name: String,
+    /// Boots it runs at once (1 for a machine; a farm's cap for a farm).
+    pub capacity: usize,
+}
+
+/// A commit's first parent, from the history.
+pub type FirstParent = Box<dyn Fn(&str) -> Option<String> + Send>;
+
+/// What does not change while a hunt runs.
+pub struct Plan {
+    /// The candidates (node 0 is the bad endpoint).
+    pub dag: Dag,
+    /// The good endpoint measured as the baseline.
+    pub good: String,
+    /// The bad endpoint.
+    pub bad: String,
+    /// Every good revision bounding the range.
+    pub goods: Vec<String>,
+    /// How commits are judged.
+    pub settings: Settings,
+    /// The hosts of the hunt file, retired ones included (the state says which left).
+    pub hosts: Vec<Slot>,
+    /// Build the next candidates while hosts boot: for hosts that do not share the builder's
+    /// cores. Off, a build waits for the boots to end and the boots for the build.
+    pub build_ahead: bool,
+    /// The seed of the hunt's random choices (the order of interleaved boots).
+    pub seed: u64,
+    /// A commit's first parent (a read of the immutable history, not of the world).
+    pub first_parent: FirstParent,
+}
+
+/// One thing to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// Build a commit (the builder takes one at a time).
+    Build(String),
+    /// Boot a built commit on a host and run the workload.
+    Boot {
+        /// The commit.
+        commit: String,
+        /// The host.
+        host: String,
+    },
+}
+
+/// What the driver says to do now.
+// A recorded event carries a boot's samples at most; decisions are few and short-lived.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Decision {
+    /// Journal this decision (a verdict, the baselines, a drift check, the confirmation),
+    /// apply it, and ask again.
+    Record(Event),
+    /// Start these, journalled as started, and ask again.
+    Start(Vec<Work>),
+    /// Nothing to start until something running finishes.
+    Wait,
+    /// The hunt cannot go on without a person (exit 5): let what runs finish, then stop.
+    Stop(String),
+    /// The hunt has ended.
+    Done(HuntEnd),
+}
+
+/// The driver of one hunt: the plan and what it derives from the state as it grows.
+pub struct Driver {
+    /// The plan.
+    pub plan: Plan,
+    /// Every commit that could be the culprit at the start: the posterior's hypotheses.
+    pub hypotheses: Vec<usize>,
+    /// The bisection with the state's first `marked` verdicts applied.
+    bisection: Bisection,
+    marked: usize,
+    /// The judge, once the baselines are journalled.
+    judge: Option<Judge>,
+    /// Rows of the posterior's design matrix by tested commit, kept across decisions.
+    pub(super) rows: HashMap<usize, Vec<bool>>,
+}
+
+impl Driver {
+    /// A driver for `plan`; an error when the range and its endpoints do not fit.
+    pub fn new(plan: Plan) -> Result<Driver, String> {
+        let bisection =
+            Bisection::new(&plan.dag, &plan.bad, &plan.goods).map_err(|e| e.to_string())?;
+        let hypotheses = bisection
+            .candidates()
+            .filter_map(|id| plan.dag.index_of(id))
+            .collect();
+        Ok(Driver {
+            plan,
+            hypotheses,
+            bisection,
+            marked: 0,
+            judge: None,
+            rows: HashMap::new(),
+        })
+    }
+
+    /// The bisection as the state's verdicts leave it.
+    pub fn bisection(&self) -> &Bisection {
+        &self.bisection
+    }
+
+    /// What to do next, given everything journalled so far.
+    pub fn next(&mut self, state: &HuntState) -> Decision {
+        if let Some(end) = &state.end {
+            return Decision::Done(end.clone());
+        }
+        for (commit, verdict, _) in &state.verdicts[self.marked..] {
+            if let Err(e) = self.bisection.mark_result(commit, *verdict) {
+                return Decision::Stop(format!(
+                    "the journal does not fit this range ({e}); use another hunt.state_dir"
+                ));
+            }
+        }
+        self.marked = state.verdicts.len();
+        if let Some(d) = phases::hosts::retire_failing(self, state) {
+            return d;
+        }
+        if self.active_hosts(state).next().is_none() {
+            return Decision::Stop(
+                "every host of this hunt has left its pool; fix them, then rerun with \
+                 `--restore-host NAME` for each"
+                    .into(),
+            );
+        }
+        // The endpoints must build: a hunt cannot start without both.
+        for (endpoint, which) in [(&self.plan.good, "good"), (&self.plan.bad, "bad")] {
+            match state.builds.get(endpoint) {
+                None => return self.build(state, endpoint),
+                Some(BuildOutcome::Failed { error_lines, log }) => {
+                    return Decision::Stop(format!(
+                        "the {which} endpoint {} does not build ({}); log: {}",
+                        super::short(endpoint),
+                        error_lines
+                            .first()
+                            .map(String::as_str)
+                            .unwrap_or("see the log"),
+                        log.display()
+                    ))
+                }
+                Some(BuildOutcome::Built { .. }) => {}
+            }
+        }
+        let judge = match self.judge {
+            Some(j) => j,
+            None if state.baselines.is_some() => {
+                let (g, b) = (state.values(&self.plan.good), state.values(&self.plan.bad));
+                let n = state.baseline_boots.unwrap_or(g.len().min(b.len()));
+                let j = Judge::from_baselines(&self.plan.settings, &g, &b, n);
+                self.judge = Some(j);
+                j
+            }
+            None => return phases::baselines::next(self, state),
+        };
+        if state.drift_stop {
+            let last = state.drift_checks.last().map(|d| d.summary.as_str());
+            return Decision::Stop(phases::drift::stop_message(
+                state,
+                &self.plan.good,
+                last.unwrap_or(""),
+            ));
+        }
+        if let Some(c) = &state.confirmation {
+            return self.finish(
+                state,
+                HuntEnd::Found {
+                    commit: c.commit.clone(),
+                },
+            );
+        }
+        if state.confirm.is_some() {
+            return phases::confirm::next(self, state, &judge);
+        }
+        match self.bisection.next() {
+            Next::Test(_) => phases::bisect::next(self, state, &judge),
+            end => {
+                let end = match end {
+                    Next::Found(commit) => HuntEnd::Found { commit },
+                    Next::OnlySkippedLeft(commits) => HuntEnd::OnlySkippedLeft { commits },
+                    Next::Test(_) => unreachable!("matched above"),
+                };
+                match judge.model() {
+                    Some(model) if self.plan.settings.classify.refine_boots > 0 => {
+                        let model = *model;
+                        phases::refine::next(self, state, &judge, &model, end)
+                    }
+                    _ => match end {
+                        HuntEnd::Found { commit } => {
+                            phases::confirm::begin(self, state, &judge, &commit)
+                        }
+                        other => self.finish(state, other),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Ends the hunt once nothing runs (a late boot's value is still journalled).
+    pub(super) fn finish(&self, state: &HuntState, end: HuntEnd) -> Decision {
+        if state.running.is_empty() {
+            Decision::Record(Event::Finished { end })
+        } else {
+            Decision::Wait
+        }
+    }
+
+    /// Hosts still in the pool.
+    pub(super) fn active_hosts<'a>(
+        &'a self,
+        state: &'a HuntState,
+    ) -> impl Iterator<Item = &'a Slot> + 'a {
+        self.plan
+            .hosts
+            .iter()
+            .filter(|h| !state.retired.iter().any(|(r, _)| *r == h.name))
+    }
+
+    /// The free boot slots of the pool, one entry a slot, rotated by the hunt's boot count so
+    /// that each host measures every side of a batch over the hunt. Empty while a build holds
+    /// the cores the boots would share (builds ahead off).
+    pub(super) fn free_slots(&self, state: &HuntState) -> Vec<String> {
+        if !self.plan.build_ahead && state.building().is_some() {
+            return Vec::new();
+        }
+        let hosts: Vec<&Slot> = self.active_hosts(state).collect();
+        if hosts.is_empty() {
+            return Vec::new();
+        }
+        let r = state.boots_started % hosts.len();
+        hosts[r..]
+            .iter()
+            .chain(&hosts[..r])
+            .flat_map(|h| {
+                let free = h.capacity.saturating_sub(state.running_on(&h.name));
+                std::iter::repeat_n(h.name.clone(), free)
+            })
+            .collect()
+    }
+
+    /// How many boots the pool runs at once.
+    pub(super) fn pool_size(&self, state: &HuntState) -> usize {
+        self.active_hosts(state).map(|h| h.capacity).sum()
+    }
+
+    /// Builds `commit` when the builder is free and a build may start now; waits otherwise.
+    pub(super) fn build(&self, state: &HuntState, commit: &str) -> Decision {
+        match state.building() {
+            Some(c) if c == commit => Decision::Wait,
+            Some(_) => Decision::Wait,
+            None if !self.plan.build_ahead && state.booting() => Decision::Wait,
+            None => Decision::Start(vec![Work::Build(commit.to_owned())]),
+        }
+    }
+
+    /// Boots of `sides` (built commits) for the free slots, each slot to the side that
+    /// `pick` chooses given the boots each side has started so far; `None` ends the batch.
+    pub(super) fn boots_for(
+        &self,
+        state: &HuntState,
+        mut pick: impl FnMut(usize) -> Option<String>,
+    ) -> Decision {
+        let work: Vec<Work> = self
+            .free_slots(state)
+            .into_iter()
+            .enumerate()
+            .map_while(|(i, host)| pick(i).map(|commit| Work::Boot { commit, host }))
+            .collect();
+        if work.is_empty() {
+            Decision::Wait
+        } else {
+            Decision::Start(work)
+        }
+    }
+}
+
+/// The seed of a hunt's random choices (the order of endpoint boots): fixed by its endpoints,
+/// so that a resumed hunt makes the same choices.
+pub fn hunt_seed(good: &str, bad: &str) -> u64 {
+    let hex = |s: &str| u64::from_str_radix(&s[..16.min(s.len())], 16).unwrap_or(0);
+    hex(good) ^ hex(bad).rotate_left(17)
+}
+
+/// Which side of several booted in balanced rounds comes next, given each side's boots so
+/// far: the side furthest behind, and among sides level with it, the first of round `r`'s
+/// seeded random order. With two sides this is a sequence of pairs, each in a random order,
+/// the same on every rerun.
+pub fn next_side(counts: &[usize], seed: u64) -> usize {
+    let r = *counts.iter().min().expect("at least one side");
+    let order = round_order(counts.len(), seed, r);
+    *order
+        .iter()
+        .find(|&&i| counts[i] == r)
+        .expect("a side is at the minimum")
+}
+
+/// The seeded order of the sides in round `r`: for two sides, the first first with the
+/// probability one half ([`first_side_first`]).
+fn round_order(sides: usize, seed: u64, r: usize) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    if sides == 2 {
+        return if first_side_first(seed, r) {
+            vec![0, 1]
+        } else {
+            vec![1, 0]
+        };
+    }
+    let mut order: Vec<usize> = (0..sides).collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        seed ^ (r as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ sides as u64,
+    );
+    order.shuffle(&mut rng);
+    order
+}
+
+/// Whether boot `pair` of an interleaved pair sequence puts the first side first: a balanced
+/// random order, the same on every rerun.
+fn first_side_first(seed: u64, pair: usize) -> bool {
+    use rand::{Rng, SeedableRng};
+    rand::rngs::StdRng::seed_from_u64(seed ^ (pair as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .gen::<bool>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The next `k` sides given `counts` done, one after the other.
+    fn batch(counts: &mut [usize], seed: u64, k: usize) -> Vec<usize> {
+        (0..k)
+            .map(|_| {
+                let i = next_side(counts, seed);
+                counts[i] += 1;
+                i
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_of_boots_keep_the_sides_in_balanced_seeded_rounds() {
+        for seed in [1u64, 7, 42] {
+            for sides in [2usize, 4] {
+                let one_by_one = batch(&mut vec![0; sides], seed, 16);
+                for k in [2usize, 3, 4] {
+                    let (mut counts, mut all) = (vec![0; sides], Vec::new());
+                    while all.len() < 16 {
+                        all.extend(batch(&mut counts, seed, k));
+                    }
+                    all.truncate(16);
+                    assert_eq!(all, one_by_one, "k = {k}, seed {seed}");
+                }
+                for round in one_by_one.chunks(sides) {
+                    let mut r = round.to_vec();
+                    r.sort();
+                    assert_eq!(
+                        r,
+                        (0..sides).collect::<Vec<_>>(),
+                        "each round boots each side"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            batch(&mut [3, 5], 9, 2),
+            [0, 0],
+            "the side behind catches up first"
+        );
+    }
+}

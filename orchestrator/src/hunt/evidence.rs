@@ -1,0 +1,119 @@
+//! Every boot of a hunt as the posterior reads it: the evidence of each candidate, the good
+//! endpoint's re-measurements, and the timeline the host's move is fitted on.
+
+use super::judge::Settings;
+use super::HuntState;
+use crate::posterior::{commit_evidence, Evidence};
+use crate::search::Dag;
+use crate::sequential::{Model, Timeline};
+use std::collections::HashMap;
+
+/// The boots of `id` that are evidence about the culprit, with their boot times: all of them
+/// but the bad endpoint's (node 0's) baseline boots in baselines mode, which the model's bad
+/// centre already stands for: counted again, they would make the posterior's shared bad centre
+/// look twice as sure.
+pub fn evidence_boots(s: &Settings, state: &HuntState, dag: &Dag, id: &str) -> Vec<(f64, f64)> {
+    let mut boots = state.timed(id);
+    if s.baselines_mode() && dag.nodes()[0].id == id {
+        let n = state.baseline_boots.unwrap_or(0).min(boots.len());
+        boots.drain(..n);
+    }
+    boots
+}
+
+/// The good endpoint's boots after the baselines (the drift checks' re-measurements), with
+/// their boot times: good under every hypothesis, and the posterior's firmest hold on the
+/// host's trend.
+pub fn reference_boots(state: &HuntState, good: &str) -> Vec<(f64, f64)> {
+    let mut boots = state.timed(good);
+    boots.drain(..state.baseline_boots.unwrap_or(0).min(boots.len()));
+    boots
+}
+
+/// The mean boot time of the baseline boots the model came from: where its centres stand on
+/// the posterior's trend axis. In relative mode only the good endpoint has baseline boots.
+pub fn trend_origin(s: &Settings, state: &HuntState, good: &str, bad: &str) -> f64 {
+    let n = state.baseline_boots.unwrap_or(0);
+    let endpoints: &[&str] = if s.baselines_mode() {
+        &[good, bad]
+    } else {
+        &[good]
+    };
+    let times: Vec<f64> = endpoints
+        .iter()
+        .flat_map(|c| state.timed(c).into_iter().take(n))
+        .map(|b| b.1)
+        .collect();
+    if times.is_empty() {
+        0.0
+    } else {
+        times.iter().sum::<f64>() / times.len() as f64
+    }
+}
+
+/// What the posterior reads from a hunt's boots ([`posterior_inputs`]).
+pub struct PosteriorInputs {
+    /// The hypotheses (indices into the hunt's) whose commits gave evidence.
+    pub tested: Vec<usize>,
+    /// Their rows ([`bad_under`]).
+    pub under: Vec<Vec<bool>>,
+    /// Their evidence.
+    pub evidence: Vec<Evidence>,
+    /// The good endpoint's re-measurements, good under every hypothesis.
+    pub reference: Option<Evidence>,
+    /// The timeline the boots were read on.
+    pub line: Timeline,
+}
+
+/// Every boot of the hunt as the posterior reads it, for the posterior phase and the final
+/// confidence alike: each hypothesis's commit's evidence on the timeline of the baselines and
+/// the good endpoint's re-measurements. `rows` keeps each tested commit's row across calls.
+pub fn posterior_inputs(
+    s: &Settings,
+    state: &HuntState,
+    good: &str,
+    model: &Model,
+    dag: &Dag,
+    hypotheses: &[usize],
+    rows: &mut HashMap<usize, Vec<bool>>,
+) -> PosteriorInputs {
+    let remeasured = reference_boots(state, good);
+    let origin = trend_origin(s, state, good, &dag.nodes()[0].id);
+    let line = Timeline::new(model, origin, &remeasured);
+    let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
+    for (h, &t) in hypotheses.iter().enumerate() {
+        let id = &dag.nodes()[t].id;
+        if !state.boots.contains_key(id) {
+            continue;
+        }
+        let boots = evidence_boots(s, state, dag, id);
+        if let Some(e) = commit_evidence(model, &line, &boots) {
+            let row = rows
+                .entry(t)
+                .or_insert_with(|| bad_under(dag, hypotheses, t))
+                .clone();
+            tested.push(h);
+            under.push(row);
+            evidence.push(e);
+        }
+    }
+    PosteriorInputs {
+        tested,
+        under,
+        evidence,
+        reference: commit_evidence(model, &line, &remeasured),
+        line,
+    }
+}
+
+/// Which candidate hypotheses make a commit bad: itself and its ancestors in the range.
+pub fn bad_under(dag: &Dag, hypotheses: &[usize], tested: usize) -> Vec<bool> {
+    let mut seen = vec![false; dag.len()];
+    let mut stack = vec![tested];
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut seen[i], true) {
+            stack.extend(dag.nodes()[i].parents.iter().copied());
+        }
+    }
+    hypotheses.iter().map(|&h| seen[h]).collect()
+}

@@ -1,0 +1,153 @@
+//! How a commit's boots become a verdict: the mode's judge, the sequential test, the skip rule
+//! for failed boots.
+
+use super::short;
+use crate::config::{ClassifyConfig, ClassifyMode, Direction};
+use crate::journal::Verdict;
+use crate::sequential::{self, AbsoluteTest, Call, HostFailures, Model, SequentialConfig};
+use crate::stats::median;
+
+/// The settings of a hunt that its decisions read: what the hunt file says about judging.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `[classify]`.
+    pub classify: ClassifyConfig,
+    /// Which way is worse for the metric.
+    pub direction: Direction,
+    /// The metric's name, for messages.
+    pub metric: String,
+    /// Commits outside the hunt's paths share a class with one that changes them: false when
+    /// `paths` is set (the posterior then answers a class by its tested member).
+    pub split: bool,
+}
+
+impl Settings {
+    /// The sequential test's parameters.
+    pub fn sequential(&self) -> SequentialConfig {
+        SequentialConfig::from(&self.classify)
+    }
+
+    /// Whether both endpoints are measured as references (`mode = "baselines"`).
+    pub fn baselines_mode(&self) -> bool {
+        matches!(self.classify.mode, ClassifyMode::Baselines)
+    }
+}
+
+/// How commits are judged once the endpoints are measured.
+#[derive(Debug, Clone, Copy)]
+pub enum Judge {
+    /// Like good or like bad, on a model of both (baselines or relative mode).
+    Model(Model),
+    /// Past an absolute threshold or not.
+    Absolute(AbsoluteTest),
+}
+
+impl Judge {
+    /// The sequential call on `values` and its log-likelihood ratio.
+    pub fn classify(&self, values: &[f64], cfg: &SequentialConfig) -> (Call, f64) {
+        match self {
+            Judge::Model(m) => sequential::classify(m, values, cfg),
+            Judge::Absolute(a) => a.classify(values, cfg),
+        }
+    }
+
+    /// The model, in the modes that have one.
+    pub fn model(&self) -> Option<&Model> {
+        match self {
+            Judge::Model(m) => Some(m),
+            Judge::Absolute(_) => None,
+        }
+    }
+
+    /// The judge of a hunt whose baselines are journalled: the same boots give the same model.
+    /// `n` is clamped to the boots there are, so that no journal can index past them.
+    pub fn from_baselines(s: &Settings, good: &[f64], bad: &[f64], n: usize) -> Judge {
+        let dir = s.direction;
+        match s.classify.mode {
+            ClassifyMode::Baselines => {
+                let n = n.min(good.len()).min(bad.len());
+                Judge::Model(Model::from_baselines(&good[..n], &bad[..n], dir))
+            }
+            ClassifyMode::Relative(r) => {
+                Judge::Model(Model::relative(&good[..n.min(good.len())], r, dir))
+            }
+            ClassifyMode::Absolute(t) => Judge::Absolute(AbsoluteTest {
+                threshold: t,
+                direction: dir,
+            }),
+        }
+    }
+}
+
+/// The verdict the boots of a built commit give so far, or `None` while the sequential test
+/// wants another boot. `host`: how often the endpoints' boots fail, which sets how many
+/// failures skip the commit.
+pub fn verdict_of(
+    s: &Settings,
+    judge: &Judge,
+    values: &[f64],
+    failures: &[String],
+    host: HostFailures,
+) -> Option<(Verdict, String)> {
+    let c = &s.classify;
+    let seq = s.sequential();
+    let (call, llr) = judge.classify(values, &seq);
+    let k = values.len();
+    let figures = format!(
+        "{k} boot(s), median {:.3}, log-likelihood ratio {llr:+.2} (bad at {:+.2}, good at {:+.2})",
+        median(values),
+        seq.upper(),
+        seq.lower()
+    );
+    match call {
+        Call::Bad if k >= c.min_boots as usize => {
+            return Some((Verdict::Bad, format!("like bad: {figures}")))
+        }
+        Call::Good if k >= c.min_boots as usize => {
+            return Some((Verdict::Good, format!("like good: {figures}")))
+        }
+        Call::Undecided => return Some((Verdict::Skip, format!("undecided after {figures}"))),
+        _ => {}
+    }
+    if failures.len() >= sequential::failures_allowed(c.max_failed_boots as usize, k, host) {
+        return Some((
+            Verdict::Skip,
+            format!(
+                "{} boots failed, {k} measured{}; last: {}",
+                failures.len(),
+                if host.boots > 0 {
+                    format!(" (the endpoints: {} of {} failed)", host.failed, host.boots)
+                } else {
+                    String::new()
+                },
+                failures.last().map(String::as_str).unwrap_or("")
+            ),
+        ));
+    }
+    None
+}
+
+/// Why the hunt cannot go on with an endpoint that keeps failing, if it does: a few failures
+/// among many baseline boots are noise of the lab; a run of them is not. The endpoints are
+/// what measures the hosts' failure rate, so theirs is the rule for a host that never fails.
+pub fn endpoint_failing(
+    s: &Settings,
+    commit: &str,
+    which: &str,
+    values: usize,
+    failures: &[String],
+) -> Option<String> {
+    let allowed = sequential::failures_allowed(
+        s.classify.max_failed_boots as usize,
+        values,
+        HostFailures::default(),
+    );
+    (failures.len() > allowed).then(|| {
+        format!(
+            "the {which} endpoint {} failed to boot or measure {} times; last: {}",
+            short(commit),
+            failures.len(),
+            failures.last().map(String::as_str).unwrap_or("")
+        )
+    })
+}

@@ -1,0 +1,471 @@
+//! The hunt: one engine for every kernel hunt. A pure driver ([`driver`], one file per phase
+//! in [`phases`]) decides from the state ([`state`], a fold of the journal with one `apply`);
+//! the executor ([`crate::exec`]) does what it says, journalling each step before it is taken
+//! and applying it to the state, and feeds each host as it frees.
+//!
+//! The loop owns no state of its own beyond what the journal gives, so a rerun after `kill -9`
+//! continues exactly where the journal ends: finished builds are not rebuilt (the kernel cache
+//! answers), finished boots are not re-measured, and verdicts are re-applied to a fresh
+//! bisection in the order they were given.
+
+pub mod driver;
+pub mod evidence;
+pub mod judge;
+pub mod phases;
+pub mod prelude;
+pub mod state;
+pub mod summary;
+
+pub use prelude::{apply_replay, begin_or_resume, HuntRange};
+pub use state::{BootRecord, ConfirmStart, Confirmation, DriftRecord, HuntState, Running};
+
+use crate::build::{BuildError, Builder};
+use crate::config::{ClassifyMode, Direction, HuntConfig};
+use crate::error::exit_code;
+use crate::exec::kernel::{KernelBuilder, KernelHost};
+use crate::hosts::{Host, HostError};
+use crate::journal::{
+    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError,
+};
+use driver::{hunt_seed, Driver, Plan, Slot};
+use judge::Settings;
+use prelude::{content_hash, fingerprint, record};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a hunt stopped without an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum HuntError {
+    /// Revisions, repository or state directory are wrong; nothing was run.
+    #[error("{0}")]
+    BadInput(String),
+    /// The journal failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The builder failed (not the candidate's build).
+    #[error("builder: {0}")]
+    Build(#[from] BuildError),
+    /// A host failed; rerun resumes.
+    #[error("host: {0}")]
+    Host(#[from] HostError),
+    /// A step that needs a person (an endpoint that does not build or boot).
+    #[error("{0}")]
+    Infrastructure(String),
+}
+
+impl HuntError {
+    /// The documented exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            HuntError::BadInput(_) => exit_code::BAD_INPUT,
+            HuntError::Journal(_) => exit_code::ERROR,
+            HuntError::Build(_) | HuntError::Host(_) | HuntError::Infrastructure(_) => {
+                exit_code::INFRASTRUCTURE
+            }
+        }
+    }
+}
+
+/// The journal file inside a state directory.
+pub fn journal_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("journal.sqlite")
+}
+
+/// Where the static agent binary is: `$FIRSTBAD_AGENT`, or the static build beside this
+/// executable's target directory (what `scripts/build-agent` makes).
+pub fn find_agent() -> Result<PathBuf, HuntError> {
+    if let Some(p) = std::env::var_os("FIRSTBAD_AGENT") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| HuntError::Infrastructure(e.to_string()))?;
+    let mut candidates = Vec::new();
+    if let Some(dir) = exe.parent() {
+        candidates.push(dir.join("firstbad-agent.static"));
+        // target/{debug,release}/firstbad -> target/x86_64-unknown-linux-gnu/release/
+        if let Some(target) = dir.parent() {
+            candidates.push(target.join("x86_64-unknown-linux-gnu/release/firstbad-agent"));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        HuntError::Infrastructure(
+            "no static firstbad-agent found: run scripts/build-agent, or set FIRSTBAD_AGENT".into(),
+        )
+    })
+}
+
+/// Checks that an ELF binary has no program interpreter, i.e. runs without a libc on the
+/// guest (the initramfs has none).
+pub fn check_static(path: &Path) -> Result<(), String> {
+    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = || format!("{}: not a 64-bit little-endian ELF", path.display());
+    if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 || b[5] != 1 {
+        return Err(bad());
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().expect("8 bytes")) as usize;
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    for i in 0..phnum {
+        let o = phoff + i * phentsize;
+        if o + 4 > b.len() {
+            return Err(bad());
+        }
+        // PT_INTERP = 3: a dynamic loader is needed.
+        if u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes")) == 3 {
+            return Err(format!(
+                "{} is dynamically linked; the guest has no libc: build it with scripts/build-agent",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A short commit id for messages.
+pub fn short(id: &str) -> &str {
+    &id[..12.min(id.len())]
+}
+
+/// What `firstbad run` ended with.
+pub struct Outcome {
+    /// How the hunt ended.
+    pub end: HuntEnd,
+    /// The final re-test of a found culprit, and the confidence stated for it.
+    pub confirmation: Option<Confirmation>,
+    /// The process exit code for it.
+    pub exit_code: u8,
+}
+
+/// Runs (or resumes) a hunt to its end.
+pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
+    run_with(cfg, None, &[]).await
+}
+
+/// Runs (or resumes) a hunt, first applying the verdicts of a `git bisect log` (`firstbad run
+/// --replay <file>`) so that they are not tested again, and putting the hosts named in
+/// `restore` back into the pool (`--restore-host`).
+pub async fn run_with(
+    cfg: &HuntConfig,
+    replay: Option<&Path>,
+    restore: &[String],
+) -> Result<Outcome, HuntError> {
+    let range = HuntRange::load(
+        &cfg.source,
+        &cfg.repo,
+        &cfg.goods,
+        &cfg.bad,
+        &cfg.paths,
+        cfg.first_parent,
+    )?;
+    // The first good is measured as the baseline; the others only bound the range.
+    let good = range.goods[0].clone();
+    std::fs::create_dir_all(&cfg.state_dir).map_err(|e| {
+        HuntError::BadInput(format!(
+            "cannot create state directory {}: {e}",
+            cfg.state_dir.display()
+        ))
+    })?;
+    let journal = Journal::open(&journal_path(&cfg.state_dir))?;
+    let meaning = meaning(cfg, &range)?;
+    let identity = HuntIdentity {
+        good: good.clone(),
+        bad: range.bad.clone(),
+        fingerprint: fingerprint(&meaning),
+        meaning,
+    };
+    begin_or_resume(
+        &journal,
+        &identity,
+        &cfg.state_dir,
+        &range.dag,
+        &range.goods,
+        range.info.as_ref(),
+    )?;
+    let mut state = HuntState::replay(&journal.events()?);
+    if let Some(end) = &state.end {
+        tracing::info!("this hunt has already ended; `firstbad report` shows it");
+        return Ok(Outcome {
+            exit_code: end_code(end, state.confirmation.as_ref()),
+            end: end.clone(),
+            confirmation: state.confirmation.clone(),
+        });
+    }
+    if let Some(step) = state.in_flight() {
+        tracing::warn!("the previous run stopped during {step}; redoing that step");
+    }
+    record(
+        &journal,
+        &mut state,
+        Event::RunStarted {
+            tuning: tuning(cfg),
+        },
+    )?;
+    if let Some(file) = replay {
+        apply_replay(
+            &range.history,
+            &range.dag,
+            &range.bad,
+            &range.goods,
+            &journal,
+            &mut state,
+            file,
+        )?;
+    }
+    for name in restore {
+        if !cfg.hosts.iter().any(|h| h.name == *name) {
+            return Err(HuntError::BadInput(format!(
+                "--restore-host {name}: the hunt file has no [[hosts]] named {name:?}"
+            )));
+        }
+        if state.retired.iter().any(|(h, _)| h == name) {
+            tracing::info!("host {name} is back in the pool");
+            record(
+                &journal,
+                &mut state,
+                Event::HostRestored { host: name.clone() },
+            )?;
+        }
+    }
+
+    let (builder, hosts) = prepare(cfg, &state.retired).await?;
+    let hosts: Vec<Arc<KernelHost>> = hosts
+        .into_iter()
+        .map(|h| Arc::new(KernelHost::new(h, &cfg.workload)))
+        .collect();
+    let history = range.history;
+    let plan = Plan {
+        seed: hunt_seed(&good, &range.bad),
+        good,
+        bad: range.bad,
+        goods: range.goods,
+        dag: range.dag,
+        settings: settings(cfg),
+        hosts: cfg
+            .hosts
+            .iter()
+            .map(|h| Slot {
+                name: h.name.clone(),
+                capacity: 1,
+            })
+            .collect(),
+        build_ahead: build_ahead(cfg),
+        first_parent: Box::new(move |c| {
+            let oid = git2::Oid::from_str(c).ok()?;
+            let commit = history.repo().find_commit(oid).ok()?;
+            let parent = commit.parent_ids().next();
+            parent.map(|p| p.to_string())
+        }),
+    };
+    let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
+    let paths = crate::exec::Paths {
+        consoles: cfg.state_dir.join("consoles"),
+    };
+    let span = tracing::info_span!("hunt", name = %cfg.name);
+    let _enter = span.enter();
+    let end = crate::exec::drive(
+        &mut driver,
+        &mut state,
+        &journal,
+        &KernelBuilder(Arc::new(builder)),
+        &hosts,
+        &paths,
+    )
+    .await?;
+    Ok(Outcome {
+        exit_code: end_code(&end, state.confirmation.as_ref()),
+        end,
+        confirmation: state.confirmation.clone(),
+    })
+}
+
+/// The judging settings of a kernel hunt.
+pub fn settings(cfg: &HuntConfig) -> Settings {
+    Settings {
+        classify: cfg.classify.clone(),
+        direction: cfg.workload.direction,
+        metric: cfg.workload.metric.clone(),
+        split: cfg.paths.is_empty(),
+    }
+}
+
+/// Whether the next candidates build while the hosts boot: when no host is a local qemu VM
+/// sharing the builder's cores (a build beside a boot there adds noise to the boot), unless
+/// `FIRSTBAD_BUILD_AHEAD` says `on` or `off`.
+fn build_ahead(cfg: &HuntConfig) -> bool {
+    match std::env::var("FIRSTBAD_BUILD_AHEAD").as_deref() {
+        Ok("on") => true,
+        Ok("off") => false,
+        _ => !cfg
+            .hosts
+            .iter()
+            .any(|h| matches!(h.kind, crate::config::HostKind::Qemu(_))),
+    }
+}
+
+/// The fields of a kernel hunt that change what a verdict means, one by one: a rerun with
+/// any of them changed is refused by name ([`begin_or_resume`]).
+pub fn meaning(cfg: &HuntConfig, range: &HuntRange) -> Result<BTreeMap<String, String>, HuntError> {
+    let kconfig = std::fs::read(&cfg.build.kernel_config)
+        .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.build.kernel_config.display())))?;
+    let mut m = range.meaning();
+    let (mode, level) = match cfg.classify.mode {
+        ClassifyMode::Baselines => ("baselines", None),
+        ClassifyMode::Relative(r) => ("relative", Some(("classify.relative", r))),
+        ClassifyMode::Absolute(t) => ("absolute", Some(("classify.threshold", t))),
+    };
+    m.insert("classify.mode".into(), mode.into());
+    if let Some((field, v)) = level {
+        m.insert(field.into(), v.to_string());
+    }
+    m.insert(
+        "workload.direction".into(),
+        match cfg.workload.direction {
+            Direction::LowerIsBetter => "lower-is-better",
+            Direction::HigherIsBetter => "higher-is-better",
+        }
+        .into(),
+    );
+    m.insert("workload.metric".into(), cfg.workload.metric.clone());
+    let workload = serde_json::to_string(&cfg.workload.workload).expect("workloads serialise");
+    m.insert(
+        "workload.file".into(),
+        format!("contents {}", content_hash(workload.as_bytes())),
+    );
+    m.insert(
+        "build.config".into(),
+        format!("contents {}", content_hash(&kconfig)),
+    );
+    m.insert("build.make_args".into(), cfg.build.make_args.join(" "));
+    Ok(m)
+}
+
+/// The settings that only tune the search, as this run uses them (journalled with each run).
+fn tuning(cfg: &HuntConfig) -> BTreeMap<String, String> {
+    let c = &cfg.classify;
+    BTreeMap::from([
+        ("classify.alpha".into(), c.alpha.to_string()),
+        ("classify.beta".into(), c.beta.to_string()),
+        ("classify.min_effect".into(), c.min_effect.to_string()),
+        ("classify.min_boots".into(), c.min_boots.to_string()),
+        ("classify.max_boots".into(), c.max_boots.to_string()),
+        (
+            "classify.max_failed_boots".into(),
+            c.max_failed_boots.to_string(),
+        ),
+        (
+            "classify.drift_check_every".into(),
+            c.drift_check_every.to_string(),
+        ),
+        ("classify.refine_boots".into(), c.refine_boots.to_string()),
+        ("classify.confirm_pairs".into(), c.confirm_pairs.to_string()),
+        ("classify.confidence".into(), c.confidence.to_string()),
+    ])
+}
+
+/// The builder and the test hosts of a hunt, checked and ready.
+/// Hosts in `retired` (a resumed hunt's, from the journal) stay out of the pool.
+async fn prepare(
+    cfg: &HuntConfig,
+    retired: &[(String, String)],
+) -> Result<(Builder, Vec<Host>), HuntError> {
+    let agent = find_agent()?;
+    check_static(&agent).map_err(HuntError::Infrastructure)?;
+    let mut hosts = Vec::new();
+    for host_cfg in &cfg.hosts {
+        if let Some((_, why)) = retired.iter().find(|(h, _)| *h == host_cfg.name) {
+            tracing::warn!(
+                "host {} stays out of the pool: it left it earlier in this hunt ({why}); once \
+                 it is fixed, `firstbad run --restore-host {}` brings it back",
+                host_cfg.name,
+                host_cfg.name
+            );
+            continue;
+        }
+        let host = Host::new(
+            host_cfg,
+            &agent,
+            &cfg.state_dir.join("hosts").join(&host_cfg.name),
+        );
+        host.preflight()?;
+        hosts.push(host);
+    }
+    if hosts.is_empty() {
+        return Err(HuntError::Infrastructure(format!(
+            "every host of this hunt has left its pool: {}. Fix them, then rerun with \
+             `--restore-host NAME` for each",
+            retired
+                .iter()
+                .map(|(h, why)| format!("{h} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    let repo = cfg.repo.clone();
+    let b = cfg.build.clone();
+    let builder = tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
+        .await
+        .expect("builder setup does not panic")?;
+    Ok((builder, hosts))
+}
+
+/// Builds one revision with the hunt's configuration, boots it once on the hunt's first
+/// host and runs the workload: a check of the set-up before a long hunt. Journals nothing.
+pub async fn try_revision(
+    cfg: &HuntConfig,
+    rev: &str,
+) -> Result<(BuildOutcome, Option<BootOutcome>), HuntError> {
+    let history =
+        crate::history::History::open(&cfg.repo).map_err(|e| HuntError::BadInput(e.to_string()))?;
+    let commit = history
+        .resolve(rev)
+        .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
+    let (builder, mut hosts) = prepare(cfg, &[]).await?;
+    let built = {
+        let c = commit.clone();
+        tokio::task::spawn_blocking(move || builder.build(&c))
+            .await
+            .expect("a build does not panic")?
+    };
+    let BuildOutcome::Built {
+        kernel_release,
+        image,
+        ..
+    } = &built
+    else {
+        return Ok((built, None));
+    };
+    let dir = cfg.state_dir.join("try");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
+    let job = crate::exec::BootJob {
+        commit: commit.clone(),
+        boot: 1,
+        image: image.clone(),
+        release: kernel_release.clone(),
+        console: dir.join(format!("{}-boot1.log", short(&commit))),
+    };
+    let boot = crate::exec::kernel::boot_and_measure(&mut hosts[0], &job, &cfg.workload).await?;
+    Ok((built, Some(boot)))
+}
+
+fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
+    match end {
+        HuntEnd::Found { .. } if confirmation.is_some_and(|c| !c.confirmed) => exit_code::AMBIGUOUS,
+        HuntEnd::Found { .. } => exit_code::OK,
+        HuntEnd::OnlySkippedLeft { .. } => exit_code::AMBIGUOUS,
+        HuntEnd::NotReproduced { .. } => exit_code::NOT_REPRODUCED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_binary_is_not_static_and_is_refused() {
+        // cargo test binaries link glibc dynamically: exactly what the guest cannot run.
+        let me = std::env::current_exe().unwrap();
+        let e = check_static(&me).unwrap_err();
+        assert!(e.contains("dynamically linked"), "{e}");
+    }
+}

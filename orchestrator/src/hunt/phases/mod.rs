@@ -1,0 +1,9 @@
+//! The hunt's phases, one file each; [`super::driver::Driver::next`] calls the one the state
+//! is in.
+
+pub mod baselines;
+pub mod bisect;
+pub mod confirm;
+pub mod drift;
+pub mod hosts;
+pub mod refine;

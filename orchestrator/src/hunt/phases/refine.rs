@@ -1,0 +1,102 @@
+//! The posterior phase after the bisection: [`refine_step`] on every boot of the hunt, until
+//! one commit alone holds `confidence` of the posterior or `refine_boots` boots per bit of
+//! the range are spent; each step boots the commit, tested or not, whose boot tells the most
+//! about the culprit. git bisect's answer rests on hard verdicts, each wrong with probability
+//! alpha or beta against exact centres, and more often against the baselines' estimates; the
+//! posterior, which carries the centres' error, decides. Every choice derives from the
+//! journalled boots, so a resumed hunt takes the same steps.
+
+use super::super::driver::{Decision, Driver};
+use super::super::evidence::{bad_under, evidence_boots, posterior_inputs, PosteriorInputs};
+use super::super::judge::Judge;
+use super::super::HuntState;
+use super::{confirm, drift};
+use crate::journal::{BuildOutcome, HuntEnd};
+use crate::posterior::{
+    dag_posterior, refine_budget, refine_step, Candidate, RefineRule, RefineStep,
+};
+use crate::sequential::Model;
+
+/// The posterior phase's next step; `end` is what the bisection ended with.
+pub fn next(
+    d: &mut Driver,
+    state: &HuntState,
+    judge: &Judge,
+    model: &Model,
+    end: HuntEnd,
+) -> Decision {
+    // No verdicts come in this phase: the good endpoint is re-measured every few boots.
+    let running = state.running_boots_all();
+    if let Some(decision) = drift::check(d, state, judge, Some(state.boots_since_verdict)) {
+        return decision;
+    }
+    let c = &d.plan.settings.classify;
+    let rule = RefineRule {
+        confidence: c.confidence,
+        budget: refine_budget(c.refine_boots as usize, d.hypotheses.len()),
+        split: d.plan.settings.split,
+        n_baseline: model.n_baseline,
+    };
+    let dag = &d.plan.dag;
+    let PosteriorInputs {
+        tested,
+        under,
+        evidence,
+        reference,
+        line,
+    } = posterior_inputs(
+        &d.plan.settings,
+        state,
+        &d.plan.good,
+        model,
+        dag,
+        &d.hypotheses,
+        &mut d.rows,
+    );
+    if tested.is_empty() {
+        return match end {
+            HuntEnd::Found { commit } => confirm::begin(d, state, judge, &commit),
+            other => d.finish(state, other),
+        };
+    }
+    let hypotheses = &d.hypotheses;
+    let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence, reference.as_ref());
+    let settings = &d.plan.settings;
+    let candidate = |h: usize| {
+        let id = &dag.nodes()[hypotheses[h]].id;
+        let boots = evidence_boots(settings, state, dag, id);
+        Candidate {
+            // Commits that cannot give evidence: they do not build, or keep failing to boot
+            // without ever giving a value.
+            usable: !matches!(state.builds.get(id), Some(BuildOutcome::Failed { .. }))
+                && (!boots.is_empty() || state.failures(id).len() < c.max_failed_boots as usize),
+            built: matches!(state.builds.get(id), Some(BuildOutcome::Built { .. })),
+            boots: boots
+                .iter()
+                .filter(|b| line.admit(model, b.0, b.1).is_some())
+                .count(),
+        }
+    };
+    // P(an untested commit is bad): the mass of the hypotheses it descends from.
+    let bad_mass = |h: usize| {
+        let row = bad_under(dag, hypotheses, hypotheses[h]);
+        p.iter().zip(&row).filter(|(_, &b)| b).map(|(x, _)| x).sum()
+    };
+    // Boots under way count as spent, so that a pool never runs past the budget.
+    let spent = state.boots_since_verdict + running;
+    let probe = match refine_step(&p, &tested, &under, spent, &rule, candidate, bad_mass) {
+        // Boots still running may change the answer: they are waited for.
+        RefineStep::Stop { .. } if running > 0 => return Decision::Wait,
+        RefineStep::Stop { answer, .. } => {
+            let id = dag.nodes()[hypotheses[answer]].id.clone();
+            return confirm::begin(d, state, judge, &id);
+        }
+        RefineStep::Boot(h) => dag.nodes()[hypotheses[h]].id.clone(),
+    };
+    match state.builds.get(&probe) {
+        None => d.build(state, &probe),
+        Some(BuildOutcome::Built { .. }) => d.boots_for(state, |i| (i == 0).then(|| probe.clone())),
+        // Not usable: the next step chooses another.
+        Some(BuildOutcome::Failed { .. }) => Decision::Wait,
+    }
+}

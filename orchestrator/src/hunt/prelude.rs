@@ -1,0 +1,294 @@
+//! What every hunt does before its first step, kernel and command hunts alike: load the
+//! range, check that the journal belongs to this hunt (field by field), and apply a
+//! `git bisect log` given with `--replay`.
+
+use super::{short, HuntError, HuntState};
+use crate::history::{History, RangeOptions};
+use crate::journal::{Event, HuntIdentity, Journal, RangeInfo, Verdict};
+use crate::search::{Bisection, Dag};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A hunt's range, loaded from the hunt file's revisions and range options.
+pub struct HuntRange {
+    /// The repository.
+    pub history: History,
+    /// The candidates.
+    pub dag: Dag,
+    /// The bad commit.
+    pub bad: String,
+    /// The good commits bounding the range (at least one; a merge base stands in for a good on
+    /// another branch).
+    pub goods: Vec<String>,
+    /// The range options and notes, when there is anything beyond one good and one bad.
+    pub info: Option<RangeInfo>,
+}
+
+impl HuntRange {
+    /// Opens `repo`, resolves the revisions (an unknown one is named by its field in
+    /// `source`), loads the range and logs what must be said about it (a merge base standing
+    /// in for a good revision).
+    pub fn load(
+        source: &Path,
+        repo: &Path,
+        goods: &[String],
+        bad: &str,
+        paths: &[String],
+        first_parent: bool,
+    ) -> Result<HuntRange, HuntError> {
+        let bad_input = |m: String| HuntError::BadInput(format!("{}: {m}", source.display()));
+        let history = History::open(repo).map_err(|e| bad_input(format!("hunt.repo: {e}")))?;
+        // Name the field of a revision git does not know; range() then checks how they relate.
+        for (i, g) in goods.iter().enumerate() {
+            let field = if goods.len() == 1 {
+                "hunt.good".to_string()
+            } else {
+                format!("hunt.good[{i}]")
+            };
+            history
+                .resolve(g)
+                .map_err(|e| bad_input(format!("{field}: {e}")))?;
+        }
+        history
+            .resolve(bad)
+            .map_err(|e| bad_input(format!("hunt.bad: {e}")))?;
+        let options = RangeOptions {
+            paths: paths.to_vec(),
+            first_parent,
+        };
+        let range = history
+            .range(bad, goods, &options)
+            .map_err(|e| bad_input(e.to_string()))?;
+        for note in &range.notes {
+            tracing::warn!("{note}");
+        }
+        let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
+        if goods.is_empty() {
+            return Err(bad_input("hunt.good: no good revision".into()));
+        }
+        let info =
+            (goods.len() > 1 || !paths.is_empty() || first_parent || !range.notes.is_empty()).then(
+                || RangeInfo {
+                    goods: goods.clone(),
+                    paths: paths.to_vec(),
+                    first_parent,
+                    notes: range.notes.clone(),
+                },
+            );
+        Ok(HuntRange {
+            history,
+            dag: range.dag,
+            bad: range.bad.id.clone(),
+            goods,
+            info,
+        })
+    }
+
+    /// The range's own fields of a hunt's meaning: the resolved endpoints and the options.
+    pub fn meaning(&self) -> BTreeMap<String, String> {
+        let info = self.info.clone().unwrap_or_default();
+        BTreeMap::from([
+            ("hunt.good".to_owned(), self.goods.join(", ")),
+            ("hunt.bad".to_owned(), self.bad.clone()),
+            ("hunt.paths".to_owned(), info.paths.join(", ")),
+            (
+                "hunt.first_parent".to_owned(),
+                info.first_parent.to_string(),
+            ),
+        ])
+    }
+}
+
+/// A short stable hash of some bytes, to stand for a file's contents in a hunt's meaning.
+pub fn content_hash(bytes: &[u8]) -> String {
+    git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
+        .map(|o| o.to_string()[..12].to_owned())
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
+/// The hash of a hunt's meaning, for the journal's identity.
+pub fn fingerprint(meaning: &BTreeMap<String, String>) -> String {
+    content_hash(
+        serde_json::to_string(meaning)
+            .expect("strings serialise")
+            .as_bytes(),
+    )
+}
+
+/// The fields of `new` whose values differ from `old`, as `field: was X, now Y`.
+fn changed_fields(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> Vec<String> {
+    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let shown = |v: Option<&String>| match v.map(String::as_str) {
+        None => "(not set)".to_owned(),
+        Some("") => "(empty)".to_owned(),
+        Some(v) if v.len() > 60 => format!("{:?}…", &v[..v.floor_char_boundary(60)]),
+        Some(v) => format!("{v:?}"),
+    };
+    keys.into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .map(|k| format!("{k}: was {}, now {}", shown(old.get(k)), shown(new.get(k))))
+        .collect()
+}
+
+/// Starts a hunt's journal (identity, candidate count, range options), or checks that the
+/// journal already there belongs to this hunt: a field that changes what a verdict means and
+/// differs from the journal's is refused by name, with the old and the new value.
+pub fn begin_or_resume(
+    journal: &Journal,
+    identity: &HuntIdentity,
+    state_dir: &Path,
+    dag: &Dag,
+    goods: &[String],
+    range_info: Option<&RangeInfo>,
+) -> Result<(), HuntError> {
+    let fresh = || {
+        format!(
+            "to hunt with the new values, use another hunt.state_dir, or remove {} to start \
+             this one afresh",
+            state_dir.display()
+        )
+    };
+    match journal.identity()? {
+        Some(existing) if existing.meaning.is_empty() => Err(HuntError::BadInput(format!(
+            "{} holds a hunt journalled by an earlier firstbad (good {}, bad {}), which did not \
+             record what its verdicts mean field by field, so it cannot be resumed safely; {}. \
+             Built kernels stay in the build cache and are reused",
+            state_dir.display(),
+            short(&existing.good),
+            short(&existing.bad),
+            fresh()
+        ))),
+        Some(existing) if existing.meaning != identity.meaning => {
+            let changes = changed_fields(&existing.meaning, &identity.meaning);
+            Err(HuntError::BadInput(format!(
+                "{} holds a hunt whose verdicts mean something else: the hunt file changed \
+                 {}; {}",
+                state_dir.display(),
+                changes.join("; "),
+                fresh()
+            )))
+        }
+        Some(_) => {
+            tracing::info!("resuming the hunt journalled in {}", state_dir.display());
+            Ok(())
+        }
+        None => {
+            journal.set_identity(identity)?;
+            let candidates = Bisection::new(dag, &identity.bad, goods)
+                .map_err(|e| HuntError::BadInput(e.to_string()))?
+                .remaining();
+            journal.append(&Event::HuntStarted { candidates })?;
+            if let Some(info) = range_info {
+                journal.append(&Event::Range(info.clone()))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Journals an event and applies it: the one way a hunt records what it decided or did.
+pub fn record(journal: &Journal, state: &mut HuntState, event: Event) -> Result<(), HuntError> {
+    journal.append(&event)?;
+    state.apply(&event);
+    Ok(())
+}
+
+/// Journals the verdicts of a `git bisect log` that fit the range, in order, with the reason
+/// "from replay file X"; verdicts already in the journal, and those naming the hunt's own
+/// endpoints or commits outside the range, are left out (the latter with a warning).
+pub fn apply_replay(
+    history: &History,
+    dag: &Dag,
+    bad: &str,
+    goods: &[String],
+    journal: &Journal,
+    state: &mut HuntState,
+    file: &Path,
+) -> Result<(), HuntError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| HuntError::BadInput(format!("--replay {}: {e}", file.display())))?;
+    let log = crate::replay::parse(&text)
+        .map_err(|e| HuntError::BadInput(format!("--replay {}: {e}", file.display())))?;
+    let mut bisection =
+        Bisection::new(dag, bad, goods).map_err(|e| HuntError::BadInput(e.to_string()))?;
+    for (commit, verdict, _) in &state.verdicts {
+        // Contradictions with the journal are reported by the main loop.
+        let _ = bisection.mark(commit, *verdict);
+    }
+    let reason = format!("from replay file {}", file.display());
+    let mut applied = 0;
+    for v in &log.verdicts {
+        let at = format!("--replay {}: line {}", file.display(), v.line);
+        let commit = history
+            .resolve(&v.rev)
+            .map_err(|e| HuntError::BadInput(format!("{at}: {e}")))?;
+        let verdict = match v.verdict {
+            crate::search::Verdict::Good => Verdict::Good,
+            crate::search::Verdict::Bad => Verdict::Bad,
+            crate::search::Verdict::Skip => Verdict::Skip,
+        };
+        let endpoint = (commit == bad && verdict == Verdict::Bad)
+            || (goods.contains(&commit) && verdict == Verdict::Good);
+        if endpoint
+            || state
+                .verdicts
+                .iter()
+                .any(|(c, w, _)| c == &commit && *w == verdict)
+        {
+            continue;
+        }
+        match bisection.mark(&commit, verdict) {
+            Ok(()) => {}
+            Err(crate::search::MarkError::UnknownCommit { .. }) => {
+                tracing::warn!(
+                    "{at}: {} {} is outside the range; left out",
+                    verdict.as_str(),
+                    short(&commit)
+                );
+                continue;
+            }
+            Err(e) => return Err(HuntError::BadInput(format!("{at}: {e}"))),
+        }
+        record(
+            journal,
+            state,
+            Event::Verdict {
+                commit,
+                verdict,
+                reason: reason.clone(),
+            },
+        )?;
+        applied += 1;
+    }
+    tracing::info!(
+        "applied {applied} verdicts from {}; {} candidates left",
+        file.display(),
+        bisection.remaining()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_field_is_named_with_its_old_and_new_value() {
+        let old = BTreeMap::from([
+            ("classify.mode".to_owned(), "baselines".to_owned()),
+            ("workload.metric".to_owned(), "p50".to_owned()),
+        ]);
+        let mut new = old.clone();
+        new.insert("classify.mode".into(), "relative".into());
+        new.insert("build.make_args".into(), "LLVM=1".into());
+        assert_eq!(
+            changed_fields(&old, &new),
+            [
+                "build.make_args: was (not set), now \"LLVM=1\"",
+                "classify.mode: was \"baselines\", now \"relative\"",
+            ]
+        );
+    }
+}

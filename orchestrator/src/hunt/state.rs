@@ -1,0 +1,482 @@
+//! The hunt's state: a fold of its journal with one [`HuntState::apply`].
+//!
+//! Nothing else changes a [`HuntState`]: the executor journals an event, then applies it, and
+//! a resumed hunt applies the same events in the same order. So the state a rerun starts from
+//! is, field for field, the state the killed run had after its last journalled event.
+
+use crate::journal::{BootOutcome, BuildOutcome, Entry, Event, HuntEnd, RangeInfo, Verdict};
+use crate::sequential::HostFailures;
+use std::collections::HashMap;
+
+/// One finished boot as the journal has it.
+#[derive(Debug, Clone)]
+pub struct BootRecord {
+    /// Boot number of the commit, from 1.
+    pub boot: u32,
+    /// Place among all of the hunt's finished boots, from 0 (the journal's order).
+    pub seq: usize,
+    /// Place among all of the hunt's started boots, from 0: which phase asked for it.
+    pub started: usize,
+    /// The host.
+    pub host: String,
+    /// How it ended.
+    pub outcome: BootOutcome,
+}
+
+/// One drift check of the good endpoint.
+#[derive(Debug, Clone)]
+pub struct DriftRecord {
+    /// Verdicts given before it.
+    pub after_verdicts: usize,
+    /// In the posterior phase, the boots that phase had spent before it.
+    pub in_refine_after: Option<usize>,
+    /// Whether the host had drifted.
+    pub drifted: bool,
+    /// The figures, for a person.
+    pub summary: String,
+}
+
+/// Where the final re-test of a culprit against its parent began.
+#[derive(Debug, Clone)]
+pub struct ConfirmStart {
+    /// The culprit.
+    pub commit: String,
+    /// Its first parent.
+    pub parent: String,
+    /// Measured boots of the culprit before the re-test.
+    pub commit_before: usize,
+    /// Measured boots of the parent before the re-test.
+    pub parent_before: usize,
+    /// Boots started before the re-test: those started from here on are the re-test's.
+    pub started_before: usize,
+}
+
+/// The final re-test's result, as journalled.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// The culprit.
+    pub commit: String,
+    /// Posterior probability of the culprit (absent without a model).
+    pub confidence: Option<f64>,
+    /// Whether the culprit is borne out.
+    pub confirmed: bool,
+    /// The figures.
+    pub summary: String,
+}
+
+/// A step begun and not yet finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Running {
+    /// A build of a commit.
+    Build {
+        /// The commit.
+        commit: String,
+    },
+    /// A boot of a commit on a host.
+    Boot {
+        /// The commit.
+        commit: String,
+        /// Its boot number.
+        boot: u32,
+        /// The host.
+        host: String,
+        /// Place among the hunt's started boots.
+        started: usize,
+    },
+}
+
+impl Running {
+    /// The step, for a person.
+    pub fn describe(&self) -> String {
+        match self {
+            Running::Build { commit } => format!("building {commit}"),
+            Running::Boot {
+                commit, boot, host, ..
+            } => format!("boot {boot} of {commit} on {host}"),
+        }
+    }
+}
+
+/// Everything the journal says about a hunt.
+#[derive(Debug, Default, Clone)]
+pub struct HuntState {
+    /// Finished builds by commit.
+    pub builds: HashMap<String, BuildOutcome>,
+    /// Finished boots by commit, in order.
+    pub boots: HashMap<String, Vec<BootRecord>>,
+    /// Verdicts in the order they were given.
+    pub verdicts: Vec<(String, Verdict, String)>,
+    /// The baseline summary, once confirmed.
+    pub baselines: Option<String>,
+    /// Measured boots of each endpoint behind the confirmed model (the first this many).
+    pub baseline_boots: Option<usize>,
+    /// Drift checks of the good endpoint, in order.
+    pub drift_checks: Vec<DriftRecord>,
+    /// A drift check under way: boots started from this place on re-measure for it.
+    pub drift_started: Option<usize>,
+    /// The last drift check found the host moved, and no run has begun since: the hunt stops
+    /// for a person (a rerun repeats the check first).
+    pub drift_stop: bool,
+    /// The final re-test under way: culprit, parent, and their measured boots before it.
+    pub confirm: Option<ConfirmStart>,
+    /// The final re-test's result.
+    pub confirmation: Option<Confirmation>,
+    /// Boots (failed ones too) since the last verdict: what the posterior phase has spent.
+    pub boots_since_verdict: usize,
+    /// How the hunt ended, if it did.
+    pub end: Option<HuntEnd>,
+    /// Number of candidates at the start.
+    pub candidates: Option<usize>,
+    /// The steps begun and not finished, oldest first (several boots run at once on a pool).
+    pub running: Vec<Running>,
+    /// What the previous run was doing when it stopped, as the last `RunStarted` found it.
+    pub interrupted: Vec<Running>,
+    /// Boots started so far (every `BootStarted`).
+    pub boots_started: usize,
+    /// Range options and notes, when the hunt has any.
+    pub range: Option<RangeInfo>,
+    /// Hosts that left the pool, with the error that took them out.
+    pub retired: Vec<(String, String)>,
+    /// Finished boots of the whole hunt.
+    pub boots_finished: usize,
+}
+
+impl HuntState {
+    /// Derives the state from journal events: [`HuntState::apply`] on each, in order.
+    pub fn replay(events: &[Entry]) -> HuntState {
+        let mut s = HuntState::default();
+        for e in events {
+            s.apply(&e.event);
+        }
+        s
+    }
+
+    /// The one way the state changes: by an event, live or replayed.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::HuntStarted { candidates } => self.candidates = Some(*candidates),
+            Event::BuildStarted { commit } => self.running.push(Running::Build {
+                commit: commit.clone(),
+            }),
+            Event::BuildFinished { commit, outcome } => {
+                self.builds.insert(commit.clone(), outcome.clone());
+                self.running
+                    .retain(|r| !matches!(r, Running::Build { commit: c } if c == commit));
+            }
+            Event::BootStarted { commit, boot, host } => {
+                self.running.push(Running::Boot {
+                    commit: commit.clone(),
+                    boot: *boot,
+                    host: host.clone(),
+                    started: self.boots_started,
+                });
+                self.boots_started += 1;
+            }
+            Event::BootFinished {
+                commit,
+                boot,
+                host,
+                outcome,
+            } => {
+                let at = self.running.iter().position(
+                    |r| matches!(r, Running::Boot { commit: c, boot: b, .. } if c == commit && b == boot),
+                );
+                // A boot journalled as finished without a start (journals of older versions
+                // always had one) counts as started where it finished.
+                let started = match at.map(|i| self.running.remove(i)) {
+                    Some(Running::Boot { started, .. }) => started,
+                    _ => self.boots_started.saturating_sub(1),
+                };
+                let seq = self.boots_finished;
+                self.boots_finished += 1;
+                self.boots
+                    .entry(commit.clone())
+                    .or_default()
+                    .push(BootRecord {
+                        boot: *boot,
+                        seq,
+                        started,
+                        host: host.clone(),
+                        outcome: outcome.clone(),
+                    });
+                self.boots_since_verdict += 1;
+            }
+            Event::BaselinesConfirmed { summary, boots } => {
+                self.baselines = Some(summary.clone());
+                self.baseline_boots = *boots;
+            }
+            Event::DriftCheckStarted => self.drift_started = Some(self.boots_started),
+            Event::DriftCheck {
+                after_verdicts,
+                in_refine_after,
+                drifted,
+                summary,
+            } => {
+                self.drift_started = None;
+                self.drift_stop = *drifted;
+                self.drift_checks.push(DriftRecord {
+                    after_verdicts: *after_verdicts,
+                    in_refine_after: *in_refine_after,
+                    drifted: *drifted,
+                    summary: summary.clone(),
+                })
+            }
+            Event::ConfirmStarted { commit, parent } => {
+                self.confirm = Some(ConfirmStart {
+                    commit: commit.clone(),
+                    parent: parent.clone(),
+                    commit_before: self.values(commit).len(),
+                    parent_before: self.values(parent).len(),
+                    started_before: self.boots_started,
+                })
+            }
+            Event::Confirmation {
+                commit,
+                confidence,
+                confirmed,
+                summary,
+                ..
+            } => {
+                self.confirmation = Some(Confirmation {
+                    commit: commit.clone(),
+                    confidence: *confidence,
+                    confirmed: *confirmed,
+                    summary: summary.clone(),
+                })
+            }
+            Event::Verdict {
+                commit,
+                verdict,
+                reason,
+            } => {
+                self.verdicts
+                    .push((commit.clone(), *verdict, reason.clone()));
+                self.boots_since_verdict = 0;
+            }
+            Event::Finished { end } => self.end = Some(end.clone()),
+            Event::Range(r) => self.range = Some(r.clone()),
+            Event::HostRetired { host, reason } => {
+                self.retired.push((host.clone(), reason.clone()))
+            }
+            Event::HostRestored { host } => self.retired.retain(|(h, _)| h != host),
+            Event::RunStarted { .. } => {
+                // Nothing of the earlier run is still running: its steps are redone.
+                self.interrupted = std::mem::take(&mut self.running);
+                // A drift check cut short, or one that found the host moved, is begun again,
+                // with boots of its own.
+                self.drift_started = None;
+                self.drift_stop = false;
+            }
+            // Local command hunts (crate::local) keep their own view of these.
+            Event::TestStarted { .. } | Event::TestFinished { .. } => {}
+        }
+    }
+
+    /// The steps begun and not finished, joined, for a person.
+    pub fn in_flight(&self) -> Option<String> {
+        let steps = if self.running.is_empty() {
+            &self.interrupted
+        } else {
+            &self.running
+        };
+        (!steps.is_empty()).then(|| {
+            steps
+                .iter()
+                .map(Running::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    }
+
+    /// The measured values of a commit's boots.
+    pub fn values(&self, commit: &str) -> Vec<f64> {
+        self.timed(commit).into_iter().map(|b| b.0).collect()
+    }
+
+    /// The measured boots of a commit as (value, boot time): the time is the boot's place
+    /// among all of the hunt's finished boots, which the posterior's trend model reads.
+    pub fn timed(&self, commit: &str) -> Vec<(f64, f64)> {
+        self.boots
+            .get(commit)
+            .map(|b| {
+                b.iter()
+                    .filter_map(|r| match &r.outcome {
+                        BootOutcome::Measured { value, .. } => Some((*value, r.seq as f64)),
+                        BootOutcome::Failed { .. } => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The failure reasons of a commit's boots.
+    pub fn failures(&self, commit: &str) -> Vec<String> {
+        self.boots
+            .get(commit)
+            .map(|b| {
+                b.iter()
+                    .filter_map(|r| match &r.outcome {
+                        BootOutcome::Failed { reason, .. } => Some(reason.clone()),
+                        BootOutcome::Measured { .. } => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The endpoints' failed boots and all their boots: how often the hosts fail a boot
+    /// whatever is booted, which sets how many failures skip a commit
+    /// ([`crate::sequential::failures_allowed`]).
+    pub fn host_failures(&self, endpoints: &[&str]) -> HostFailures {
+        endpoints
+            .iter()
+            .fold(HostFailures::default(), |mut host, endpoint| {
+                host.failed += self.failures(endpoint).len();
+                host.boots += self.boots.get(*endpoint).map_or(0, Vec::len);
+                host
+            })
+    }
+
+    /// The number the next boot of `commit` gets: one past the highest boot finished or
+    /// running, so that boots finishing out of order (several hosts) never share a number, and
+    /// a boot cut by `kill -9` is redone under its own number.
+    pub fn next_boot_number(&self, commit: &str) -> u32 {
+        let finished = self
+            .boots
+            .get(commit)
+            .and_then(|b| b.iter().map(|r| r.boot).max())
+            .unwrap_or(0);
+        let running = self
+            .running
+            .iter()
+            .filter_map(|r| match r {
+                Running::Boot {
+                    commit: c, boot, ..
+                } if c == commit => Some(*boot),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        finished.max(running) + 1
+    }
+
+    /// Every finished boot of the hunt.
+    pub fn total_boots(&self) -> usize {
+        self.boots_finished
+    }
+
+    /// Boots of `commit` running now.
+    pub fn running_boots(&self, commit: &str) -> usize {
+        self.running
+            .iter()
+            .filter(|r| matches!(r, Running::Boot { commit: c, .. } if c == commit))
+            .count()
+    }
+
+    /// Boots running now, of any commit.
+    pub fn running_boots_all(&self) -> usize {
+        self.running
+            .iter()
+            .filter(|r| matches!(r, Running::Boot { .. }))
+            .count()
+    }
+
+    /// Boots running now on `host`.
+    pub fn running_on(&self, host: &str) -> usize {
+        self.running
+            .iter()
+            .filter(|r| matches!(r, Running::Boot { host: h, .. } if h == host))
+            .count()
+    }
+
+    /// Whether a build is running, and of which commit.
+    pub fn building(&self) -> Option<&str> {
+        self.running.iter().find_map(|r| match r {
+            Running::Build { commit } => Some(commit.as_str()),
+            Running::Boot { .. } => None,
+        })
+    }
+
+    /// Whether any boot is running.
+    pub fn booting(&self) -> bool {
+        self.running
+            .iter()
+            .any(|r| matches!(r, Running::Boot { .. }))
+    }
+
+    /// The boots of `commit` started at or after place `from` (finished ones), and how many
+    /// of them are still running.
+    pub fn boots_since(&self, commit: &str, from: usize) -> (Vec<&BootRecord>, usize) {
+        let done = self
+            .boots
+            .get(commit)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.started >= from)
+            .collect();
+        let running = self
+            .running
+            .iter()
+            .filter(|r| {
+                matches!(r, Running::Boot { commit: c, started, .. } if c == commit && *started >= from)
+            })
+            .count();
+        (done, running)
+    }
+
+    /// Whether `commit` already has a verdict.
+    pub fn has_verdict(&self, commit: &str) -> bool {
+        self.verdicts.iter().any(|(c, _, _)| c == commit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn failed(host: &str) -> BootOutcome {
+        BootOutcome::Failed {
+            reason: format!("boot timeout on {host}"),
+            console: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn a_resume_forgets_what_was_running_and_numbers_the_redone_boot_anew() {
+        let mut s = HuntState::default();
+        for e in [
+            Event::BootStarted {
+                commit: "a".into(),
+                boot: 1,
+                host: "vm1".into(),
+            },
+            Event::BootStarted {
+                commit: "a".into(),
+                boot: 2,
+                host: "vm2".into(),
+            },
+            Event::BootFinished {
+                commit: "a".into(),
+                boot: 2,
+                host: "vm2".into(),
+                outcome: failed("vm2"),
+            },
+        ] {
+            s.apply(&e);
+        }
+        assert_eq!(s.running_boots("a"), 1);
+        assert_eq!(
+            s.next_boot_number("a"),
+            3,
+            "past the running boot 1 and the finished 2"
+        );
+        assert_eq!(s.boots["a"][0].started, 1, "boot 2 was the second started");
+        s.apply(&Event::RunStarted {
+            tuning: Default::default(),
+        });
+        assert!(s.running.is_empty());
+        assert_eq!(s.in_flight().as_deref(), Some("boot 1 of a on vm1"));
+        assert_eq!(s.next_boot_number("a"), 3);
+    }
+}
