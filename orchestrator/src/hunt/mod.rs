@@ -448,7 +448,8 @@ pub async fn try_revision(
     Ok((built, Some(boot)))
 }
 
-fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
+/// The exit code of a hunt that ended with `end`.
+pub fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
     match end {
         HuntEnd::Found { .. } if confirmation.is_some_and(|c| !c.confirmed) => exit_code::AMBIGUOUS,
         HuntEnd::Found { .. } => exit_code::OK,

@@ -262,9 +262,8 @@ impl HuntState {
             Event::RunStarted { .. } => {
                 // Nothing of the earlier run is still running: its steps are redone.
                 self.interrupted = std::mem::take(&mut self.running);
-                // A drift check cut short, or one that found the host moved, is begun again,
-                // with boots of its own.
-                self.drift_started = None;
+                // A drift check cut short goes on with the boots it has; one that found the
+                // host moved is repeated first (a person has looked at the host).
                 self.drift_stop = false;
             }
             // Local command hunts (crate::local) keep their own view of these.

@@ -203,9 +203,33 @@ fn conclude(
                 said = format!("{said}; {part}");
             }
         }
-        Some((class_probability(&inputs.under, &p, claimed), said))
+        // Commits the boots cannot tell apart from the culprit. With `paths` they are those
+        // that do not touch the paths (git's answer too); without, they are commits that could
+        // not be tested (they do not build or boot), and any of them may be the culprit.
+        let same: Vec<usize> = (0..hypotheses.len())
+            .filter(|&h| h != claimed && inputs.under.iter().all(|b| b[h] == b[claimed]))
+            .collect();
+        if s.split && !same.is_empty() {
+            said = format!(
+                "{said}; the boots cannot tell it from {} untested commit(s) ({}): the culprit \
+                 is one of them",
+                same.len(),
+                same.iter()
+                    .take(8)
+                    .map(|&h| short(&dag.nodes()[hypotheses[h]].id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Some((
+            class_probability(&inputs.under, &p, claimed),
+            said,
+            same.is_empty() || !s.split,
+        ))
     });
-    let confirmed = ordered && confidence.as_ref().is_none_or(|(p, _)| *p >= c.confidence);
+    let alone = confidence.as_ref().is_none_or(|(_, _, alone)| *alone);
+    let confidence = confidence.map(|(p, said, _)| (p, said));
+    let confirmed = ordered && alone && confidence.as_ref().is_none_or(|(p, _)| *p >= c.confidence);
     let summary = match &confidence {
         Some((p, host)) => format!(
             "{retest}; posterior probability of the culprit {:.1}% (target {:.0}%); {host}",

@@ -1,0 +1,656 @@
+//! The hunt engine on fake parts, in the manner of syzkaller's pkg/bisect test environment:
+//! the real driver and the real executor, a real SQLite journal, and a fake builder and fake
+//! hosts on tokio's virtual clock (so that the order in which results arrive reproduces).
+//! The fakes stand for what cannot be booted in milliseconds; tests/e2e.rs runs the same
+//! engine on real kernels and qemu.
+//!
+//! A fake commit `i` of a line of `N` commits is good below the culprit and bad from it on;
+//! a boot's value depends only on the commit and its boot number, so a resumed hunt that
+//! boots the same commit under the same number sees the same value.
+
+use firstbad::build::BuildError;
+use firstbad::config::{ClassifyConfig, ClassifyMode, Direction};
+use firstbad::exec::{self, BootJob, Builder, Paths, Task, TestHost};
+use firstbad::hosts::HostError;
+use firstbad::hunt::driver::{Driver, Plan, Slot};
+use firstbad::hunt::judge::Settings;
+use firstbad::hunt::prelude::begin_or_resume;
+use firstbad::hunt::{end_code, HuntError, HuntState};
+use firstbad::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal};
+use firstbad::search::{Dag, Node};
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const N: usize = 40;
+
+/// Commit `i` of the fake line (0 is the good endpoint, `N` the bad one).
+fn id(i: usize) -> String {
+    format!("{:040x}", 0xc0ffee_0000_usize + i)
+}
+
+fn index(id: &str) -> usize {
+    usize::from_str_radix(id, 16).expect("hex") - 0xc0ffee_0000
+}
+
+/// What the fake commits measure like.
+#[derive(Clone)]
+struct World {
+    culprit: usize,
+    /// Δ/σ of the regression.
+    d: f64,
+    /// Commits that do not build.
+    broken: HashSet<usize>,
+    /// Commits whose every boot fails.
+    unbootable: HashSet<usize>,
+    /// From this many finished boots of the good endpoint on, it measures like bad (a host
+    /// that moved).
+    good_moves_after: Option<usize>,
+}
+
+impl World {
+    fn new(culprit: usize) -> World {
+        World {
+            culprit,
+            d: 8.0,
+            broken: HashSet::new(),
+            unbootable: HashSet::new(),
+            good_moves_after: None,
+        }
+    }
+
+    /// Boot `boot` of commit `i`: a value with 10% noise, the same for the same boot.
+    fn value(&self, i: usize, boot: u32) -> f64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64((i as u64) << 20 | u64::from(boot));
+        let z: f64 = (0..12).map(|_| rng.gen::<f64>()).sum::<f64>() - 6.0;
+        let moved = i == 0 && self.good_moves_after.is_some_and(|k| boot as usize > k);
+        let level = f64::from(u8::from(i >= self.culprit || moved));
+        35.0 * (1.0 + 0.1 * (self.d * level + z))
+    }
+}
+
+struct FakeBuilder {
+    world: World,
+    dir: PathBuf,
+    builds: AtomicUsize,
+}
+
+impl Builder for FakeBuilder {
+    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>> {
+        let i = index(commit);
+        self.builds.fetch_add(1, Ordering::SeqCst);
+        let broken = self.world.broken.contains(&i);
+        let image = self.dir.join(format!("{commit}.bzImage"));
+        let log = self.dir.join(format!("{commit}.log"));
+        let kernel_release = format!("6.1.0-{}", &commit[..12]);
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok(if broken {
+                BuildOutcome::Failed {
+                    log,
+                    error_lines: vec!["fs/ext4/fsync.c:1:1: error: expected ';'".into()],
+                }
+            } else {
+                std::fs::write(&image, b"kernel").expect("temp dir");
+                BuildOutcome::Built {
+                    kernel_release,
+                    image,
+                    log,
+                    seconds: 30.0,
+                }
+            })
+        })
+    }
+}
+
+struct FakeHost {
+    name: String,
+    world: World,
+    /// Virtual seconds a boot takes.
+    seconds: u64,
+    /// After this many boots the host fails with a host error (it needs a person).
+    dies_after: Option<usize>,
+    boots: AtomicUsize,
+    busy: Mutex<Duration>,
+}
+
+impl FakeHost {
+    fn new(name: &str, world: &World, seconds: u64) -> Arc<FakeHost> {
+        Arc::new(FakeHost {
+            name: name.into(),
+            world: world.clone(),
+            seconds,
+            dies_after: None,
+            boots: AtomicUsize::new(0),
+            busy: Mutex::new(Duration::ZERO),
+        })
+    }
+}
+
+impl TestHost for FakeHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+        Box::pin(async move {
+            let n = self.boots.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(self.seconds)).await;
+            *self.busy.lock().unwrap() += Duration::from_secs(self.seconds);
+            if self.dies_after.is_some_and(|k| n >= k) {
+                return Err(HostError::NeedsPerson {
+                    host: self.name.clone(),
+                    why: "no answer on its console after a power cycle".into(),
+                });
+            }
+            let i = index(&job.commit);
+            if self.world.unbootable.contains(&i) {
+                return Ok(BootOutcome::Failed {
+                    reason: "kernel panic: VFS: Unable to mount root fs".into(),
+                    console: job.console,
+                });
+            }
+            let value = self.world.value(i, job.boot);
+            Ok(BootOutcome::Measured {
+                kernel_release: job.release,
+                boot_id: format!("{}-{}", job.commit, job.boot),
+                value,
+                result: firstbad_wire::WorkloadResult {
+                    kind: "fsync-latency".into(),
+                    series: Default::default(),
+                    metrics: BTreeMap::from([("p50".to_owned(), value)]),
+                    duration_s: 1.0,
+                    system: None,
+                    vmstat: Vec::new(),
+                },
+                console: job.console,
+                boot_seconds: 1.0,
+            })
+        })
+    }
+}
+
+fn classify(mode: ClassifyMode) -> ClassifyConfig {
+    ClassifyConfig {
+        mode,
+        min_boots: 1,
+        max_boots: 30,
+        min_effect: 0.05,
+        max_failed_boots: 2,
+        alpha: 0.01,
+        beta: 0.01,
+        confidence: 0.95,
+        drift_check_every: 4,
+        confirm_pairs: 3,
+        refine_boots: 60,
+    }
+}
+
+/// A line of `N` candidates after the good endpoint (commit 0): node 0 is the bad commit.
+fn line() -> Dag {
+    let nodes = (1..=N)
+        .rev()
+        .enumerate()
+        .map(|(k, i)| Node {
+            id: id(i),
+            parents: if i > 1 { vec![k + 1] } else { vec![] },
+            commit_time: 1_700_000_000 + i as i64,
+        })
+        .collect();
+    Dag::new(nodes).expect("a line is a DAG")
+}
+
+fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
+    Plan {
+        dag: line(),
+        good: id(0),
+        bad: id(N),
+        goods: vec![id(0)],
+        settings: Settings {
+            classify,
+            direction: Direction::LowerIsBetter,
+            metric: "p50".into(),
+            split: true,
+        },
+        hosts: hosts
+            .iter()
+            .map(|h| Slot {
+                name: h.name.clone(),
+                capacity: 1,
+            })
+            .collect(),
+        build_ahead: false,
+        seed: 42,
+        first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
+    }
+}
+
+/// A hunt's parts: the journal in a temp dir, the builder, the hosts.
+struct Bench {
+    dir: tempfile::TempDir,
+    builder: FakeBuilder,
+    hosts: Vec<Arc<FakeHost>>,
+    classify: ClassifyConfig,
+}
+
+impl Bench {
+    fn new(world: &World, hosts: Vec<Arc<FakeHost>>, classify: ClassifyConfig) -> Bench {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Bench {
+            builder: FakeBuilder {
+                world: world.clone(),
+                dir: dir.path().to_owned(),
+                builds: AtomicUsize::new(0),
+            },
+            dir,
+            hosts,
+            classify,
+        }
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.dir.path().join("journal.sqlite")
+    }
+
+    /// Runs (or resumes) the hunt on the journal: its end and exit code, and the state.
+    async fn run(&self) -> (Result<HuntEnd, HuntError>, u8, HuntState) {
+        let journal = Journal::open(&self.journal()).expect("journal");
+        let plan = plan(
+            self.classify.clone(),
+            &self.hosts.iter().map(|h| h.as_ref()).collect::<Vec<_>>(),
+        );
+        let mut meaning = BTreeMap::new();
+        meaning.insert("classify.mode".to_owned(), "fake".to_owned());
+        let identity = HuntIdentity {
+            good: id(0),
+            bad: id(N),
+            fingerprint: "fake".into(),
+            meaning,
+        };
+        begin_or_resume(
+            &journal,
+            &identity,
+            self.dir.path(),
+            &plan.dag,
+            &plan.goods,
+            None,
+        )
+        .expect("a fresh or matching journal");
+        let mut state = HuntState::replay(&journal.events().expect("events"));
+        let run = Event::RunStarted {
+            tuning: BTreeMap::new(),
+        };
+        journal.append(&run).expect("append");
+        state.apply(&run);
+        let mut driver = Driver::new(plan).expect("a valid range");
+        let paths = Paths {
+            consoles: self.dir.path().to_owned(),
+        };
+        let end = exec::drive(
+            &mut driver,
+            &mut state,
+            &journal,
+            &self.builder,
+            &self.hosts,
+            &paths,
+        )
+        .await;
+        let code = match &end {
+            Ok(end) => end_code(end, state.confirmation.as_ref()),
+            Err(e) => e.exit_code(),
+        };
+        (end, code, state)
+    }
+}
+
+fn found(end: &Result<HuntEnd, HuntError>) -> Option<usize> {
+    match end {
+        Ok(HuntEnd::Found { commit }) => Some(index(commit)),
+        _ => None,
+    }
+}
+
+async fn hunt(world: &World, mode: ClassifyMode) -> (Result<HuntEnd, HuntError>, u8, HuntState) {
+    let bench = Bench::new(world, vec![FakeHost::new("vm1", world, 10)], classify(mode));
+    bench.run().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn baselines_mode_names_and_confirms_the_culprit() {
+    let world = World::new(23);
+    let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
+    assert_eq!(found(&end), Some(23), "{end:?}");
+    assert_eq!(code, 0, "{:?}", state.confirmation);
+    let c = state.confirmation.expect("confirmed");
+    assert!(
+        c.confirmed && c.confidence.unwrap() >= 0.95,
+        "{}",
+        c.summary
+    );
+    assert!(
+        c.summary.contains("each beside a boot of good and of bad"),
+        "{}",
+        c.summary
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn relative_mode_names_the_culprit() {
+    let world = World::new(7);
+    let (end, code, _) = hunt(&world, ClassifyMode::Relative(0.3)).await;
+    assert_eq!((found(&end), code), (Some(7), 0), "{end:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn absolute_mode_names_the_culprit() {
+    let world = World::new(31);
+    // Good measures about 35, bad about 63.
+    let (end, code, _) = hunt(&world, ClassifyMode::Absolute(49.0)).await;
+    assert_eq!((found(&end), code), (Some(31), 0), "{end:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_host_that_moves_stops_the_hunt_for_a_person() {
+    let mut world = World::new(23);
+    // The baselines take 8 boots of good; the first drift check's re-measurements move.
+    world.good_moves_after = Some(8);
+    let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
+    let err = end.expect_err("the hunt stops");
+    assert_eq!(code, 5, "{err}");
+    assert!(err.to_string().contains("drifted"), "{err}");
+    assert!(state.drift_checks.last().is_some_and(|d| d.drifted));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_culprit_below_the_confidence_asked_for_is_not_confirmed() {
+    let mut world = World::new(23);
+    world.d = 2.0;
+    let mut c = classify(ClassifyMode::Baselines);
+    c.confidence = 0.999_999;
+    c.refine_boots = 0;
+    let bench = Bench::new(&world, vec![FakeHost::new("vm1", &world, 10)], c);
+    let (end, code, state) = bench.run().await;
+    assert!(found(&end).is_some(), "{end:?}");
+    let c = state.confirmation.expect("a confirmation");
+    assert_eq!(code, 4, "{}", c.summary);
+    assert!(!c.confirmed, "{}", c.summary);
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_skipped_commits_left_is_ambiguous_with_the_range() {
+    let mut world = World::new(23);
+    world.broken = HashSet::from([22, 23]);
+    // With the posterior phase, no commit of the three can hold the confidence: not confirmed.
+    let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
+    let said = state.confirmation.map(|c| c.summary).unwrap_or_default();
+    assert_eq!(code, 4, "{end:?}: {said}");
+    // Without it, git bisect's answer: the range.
+    let mut c = classify(ClassifyMode::Baselines);
+    c.refine_boots = 0;
+    let (end, code, _) = Bench::new(&world, vec![FakeHost::new("vm1", &world, 10)], c)
+        .run()
+        .await;
+    match end {
+        Ok(HuntEnd::OnlySkippedLeft { commits }) => {
+            let mut left: Vec<usize> = commits.iter().map(|c| index(c)).collect();
+            left.sort();
+            assert_eq!(
+                left,
+                [22, 23, 24],
+                "as git: the first bad commit could be any of these"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(code, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_endpoint_that_does_not_build_or_boot_is_an_infrastructure_stop() {
+    for broken_build in [true, false] {
+        let mut world = World::new(23);
+        if broken_build {
+            world.broken.insert(N);
+        } else {
+            world.unbootable.insert(0);
+        }
+        let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
+        let err = end.expect_err("the hunt stops");
+        assert_eq!(code, 5, "{err}");
+        let what = if broken_build {
+            "bad endpoint"
+        } else {
+            "good endpoint"
+        };
+        assert!(err.to_string().contains(what), "{err}");
+        assert!(state.verdicts.is_empty());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_host_that_dies_mid_batch_leaves_the_pool_and_the_hunt_goes_on() {
+    let world = World::new(13);
+    let vm1 = FakeHost::new("vm1", &world, 10);
+    let mut vm2 = FakeHost::new("vm2", &world, 10);
+    Arc::get_mut(&mut vm2).expect("one owner").dies_after = Some(5);
+    let bench = Bench::new(&world, vec![vm1, vm2], classify(ClassifyMode::Baselines));
+    let (end, code, state) = bench.run().await;
+    assert_eq!((found(&end), code), (Some(13), 0), "{end:?}");
+    assert_eq!(state.retired.len(), 1);
+    assert_eq!(state.retired[0].0, "vm2");
+    let failed_by_host = state
+        .boots
+        .values()
+        .flatten()
+        .filter(|r| matches!(&r.outcome, BootOutcome::Failed { reason, .. } if reason.contains("left the pool")))
+        .count();
+    assert_eq!(
+        failed_by_host, 1,
+        "the boot it died in is a failed boot, never a verdict"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_host_does_not_hold_the_fast_one_back() {
+    let world = World::new(29);
+    let fast = FakeHost::new("fast", &world, 10);
+    let slow = FakeHost::new("slow", &world, 30);
+    let bench = Bench::new(
+        &world,
+        vec![fast.clone(), slow.clone()],
+        classify(ClassifyMode::Baselines),
+    );
+    let started = tokio::time::Instant::now();
+    let (end, code, _) = bench.run().await;
+    let wall = started.elapsed();
+    assert_eq!((found(&end), code), (Some(29), 0), "{end:?}");
+    let (f, s) = (
+        fast.boots.load(Ordering::SeqCst),
+        slow.boots.load(Ordering::SeqCst),
+    );
+    // Fed as it frees, the fast host boots about three times as often as the slow one.
+    assert!(f >= 2 * s, "fast {f} boots, slow {s}");
+    let busy = *fast.busy.lock().unwrap();
+    println!(
+        "pool of a fast and a 3x slower host: wall {:?}, fast busy {busy:?} ({f} boots), slow {s} boots",
+        wall
+    );
+}
+
+/// The journal's first `k` events, as a hunt killed after its `k`-th append leaves it.
+fn cut(from: &Path, to: &Path, k: usize) {
+    let events = Journal::open(from)
+        .expect("journal")
+        .events()
+        .expect("events");
+    let identity = Journal::open(from).unwrap().identity().unwrap().unwrap();
+    let j = Journal::open(to).expect("journal");
+    j.set_identity(&identity).unwrap();
+    for e in &events[..k] {
+        j.append(&e.event).unwrap();
+    }
+}
+
+/// Each (commit, boot number) finishes once: nothing finished is measured twice.
+fn finished_once(journal: &Path) {
+    let mut seen = HashSet::new();
+    for e in Journal::open(journal).unwrap().events().unwrap() {
+        if let Event::BootFinished { commit, boot, .. } = &e.event {
+            assert!(
+                seen.insert((commit.clone(), *boot)),
+                "boot {boot} of {commit} finished twice"
+            );
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_kill_at_every_journal_append_resumes_to_the_same_answer() {
+    let world = World::new(19);
+    let whole = Bench::new(
+        &world,
+        vec![FakeHost::new("vm1", &world, 10)],
+        classify(ClassifyMode::Baselines),
+    );
+    let (end, _, state) = whole.run().await;
+    assert_eq!(found(&end), Some(19));
+    let events = Journal::open(&whole.journal()).unwrap().events().unwrap();
+    let builds = whole.builder.builds.load(Ordering::SeqCst);
+    for k in 1..events.len() {
+        let resumed = Bench::new(
+            &world,
+            vec![FakeHost::new("vm1", &world, 10)],
+            classify(ClassifyMode::Baselines),
+        );
+        cut(&whole.journal(), &resumed.journal(), k);
+        // The kernels built before the kill are still in the cache.
+        for (c, b) in &state.builds {
+            if let BuildOutcome::Built { .. } = b {
+                std::fs::write(resumed.dir.path().join(format!("{c}.bzImage")), b"kernel").unwrap();
+            }
+        }
+        let (again, code, after) = resumed.run().await;
+        assert_eq!(
+            found(&again),
+            Some(19),
+            "killed after append {k}: {again:?}"
+        );
+        assert_eq!(code, 0, "killed after append {k}");
+        assert_eq!(
+            after.confirmation.as_ref().map(|c| c.confirmed),
+            Some(true),
+            "killed after append {k}"
+        );
+        finished_once(&resumed.journal());
+        // One host, a virtual clock and values fixed by boot number: the resumed hunt takes
+        // the uninterrupted one's steps, so it measures exactly what that one measured.
+        assert_eq!(
+            after.boots_finished, state.boots_finished,
+            "killed after append {k}"
+        );
+        assert_eq!(
+            after.verdicts.len(),
+            state.verdicts.len(),
+            "killed after append {k}"
+        );
+        // A build cut by the kill is redone; none that finished is.
+        let rebuilt = resumed.builder.builds.load(Ordering::SeqCst);
+        assert!(
+            rebuilt <= builds,
+            "killed after append {k}: {rebuilt} builds of {builds}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_kill_on_a_pool_of_two_resumes_without_measuring_anything_twice() {
+    let world = World::new(11);
+    let hosts = || {
+        vec![
+            FakeHost::new("vm1", &world, 10),
+            FakeHost::new("vm2", &world, 13),
+        ]
+    };
+    let whole = Bench::new(&world, hosts(), classify(ClassifyMode::Baselines));
+    let (end, _, _) = whole.run().await;
+    assert_eq!(found(&end), Some(11));
+    let events = Journal::open(&whole.journal())
+        .unwrap()
+        .events()
+        .unwrap()
+        .len();
+    for k in (1..events).step_by(7) {
+        let resumed = Bench::new(&world, hosts(), classify(ClassifyMode::Baselines));
+        cut(&whole.journal(), &resumed.journal(), k);
+        let (again, code, _) = resumed.run().await;
+        assert_eq!(
+            (found(&again), code),
+            (Some(11), 0),
+            "killed after append {k}"
+        );
+        finished_once(&resumed.journal());
+    }
+}
+
+#[test]
+fn a_changed_meaning_is_refused_by_field_and_tuning_may_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(&dir.path().join("journal.sqlite")).unwrap();
+    let meaning = |mode: &str| HuntIdentity {
+        good: id(0),
+        bad: id(N),
+        fingerprint: "f".into(),
+        meaning: BTreeMap::from([
+            ("classify.mode".to_owned(), mode.to_owned()),
+            ("workload.metric".to_owned(), "p50".to_owned()),
+        ]),
+    };
+    let dag = line();
+    begin_or_resume(
+        &journal,
+        &meaning("baselines"),
+        dir.path(),
+        &dag,
+        &[id(0)],
+        None,
+    )
+    .unwrap();
+    begin_or_resume(
+        &journal,
+        &meaning("baselines"),
+        dir.path(),
+        &dag,
+        &[id(0)],
+        None,
+    )
+    .expect("the same hunt resumes");
+    let err = begin_or_resume(
+        &journal,
+        &meaning("relative"),
+        dir.path(),
+        &dag,
+        &[id(0)],
+        None,
+    )
+    .expect_err("another mode is another hunt");
+    assert_eq!(err.exit_code(), 2);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("classify.mode: was \"baselines\", now \"relative\"")
+            && msg.contains("another hunt.state_dir"),
+        "{msg}"
+    );
+    // A journal of an earlier firstbad, without the fields, is refused with a message that
+    // says so.
+    let old = tempfile::tempdir().unwrap();
+    let j = Journal::open(&old.path().join("journal.sqlite")).unwrap();
+    let mut id0 = meaning("baselines");
+    id0.meaning.clear();
+    j.set_identity(&id0).unwrap();
+    let err = begin_or_resume(&j, &meaning("baselines"), old.path(), &dag, &[id(0)], None)
+        .expect_err("refused");
+    assert!(err.to_string().contains("earlier firstbad"), "{err}");
+}
