@@ -29,11 +29,11 @@ const N: usize = 40;
 
 /// Commit `i` of the fake line (0 is the good endpoint, `N` the bad one).
 fn id(i: usize) -> String {
-    format!("{:040x}", 0xc0ffee_0000_usize + i)
+    format!("{:040x}", 0x00c0_ffee_0000_usize + i)
 }
 
 fn index(id: &str) -> usize {
-    usize::from_str_radix(id, 16).expect("hex") - 0xc0ffee_0000
+    usize::from_str_radix(id, 16).expect("hex") - 0x00c0_ffee_0000
 }
 
 /// What the fake commits measure like.
