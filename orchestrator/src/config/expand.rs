@@ -1,4 +1,7 @@
-//! Paths in a hunt file: a leading `~/` and `${VAR}` / `${VAR:-default}`.
+//! Paths in a hunt file: a leading `~/` and `${VAR}` / `${VAR:-default}`, and whether a
+//! directory can be made where one is named.
+
+use std::path::Path;
 
 /// Expands a leading `~/` and `${VAR}` / `${VAR:-default}` in a path.
 pub(super) fn expand(raw: &str) -> Result<String, String> {
@@ -32,4 +35,10 @@ pub(super) fn expand(raw: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The first existing part of `dir` (itself or a parent) when it is not a directory: the
+/// place `create_dir_all(dir)` would fail.
+pub(super) fn non_directory_ancestor(dir: &Path) -> Option<&Path> {
+    dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir())
 }

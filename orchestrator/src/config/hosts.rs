@@ -1,15 +1,98 @@
-//! `[[hosts]]` of kind `ssh`: the address, authentication, host key and install method.
+//! `[[hosts]]`: each host's kind and the fields that kind reads, qemu's and ssh's.
 
+use super::bounds;
 use super::raw::RawHost;
+use super::read::snippet;
 use super::validate::Validator;
-use super::{Install, SshConfig};
+use super::{Accel, HostConfig, HostKind, Install, QemuConfig, SshConfig};
 use crate::error::ConfigError;
 
-pub(super) fn validate_ssh(
-    v: &Validator,
-    at: &dyn Fn(&str) -> String,
-    h: &RawHost,
-) -> Result<SshConfig, ConfigError> {
+/// The `[[hosts]]` tables: at least one, each with its own name.
+pub(super) fn hosts(v: &Validator, raw: Vec<RawHost>) -> Result<Vec<HostConfig>, ConfigError> {
+    if raw.is_empty() {
+        return Err(v.field(
+            "hosts",
+            "no test host: add a [[hosts]] table, e.g. kind = \"qemu\"",
+        ));
+    }
+    let mut hosts = Vec::new();
+    for (i, h) in raw.into_iter().enumerate() {
+        let at = |f: &str| format!("hosts[{i}].{f}");
+        let kind = match h.kind.as_str() {
+            "qemu" => {
+                let accel = match h.accel.as_deref().unwrap_or("auto") {
+                    "auto" => Accel::Auto,
+                    "kvm" => Accel::Kvm,
+                    "tcg" => Accel::Tcg,
+                    other => {
+                        return Err(v.field(
+                            &at("accel"),
+                            format!(
+                                "{} is not one of \"auto\", \"kvm\", \"tcg\"",
+                                snippet(other)
+                            ),
+                        ))
+                    }
+                };
+                HostKind::Qemu(QemuConfig {
+                    memory_mb: v.int(&bounds::QEMU_MEMORY_MB, Some(i), h.memory_mb)?,
+                    cpus: v.int(&bounds::QEMU_CPUS, Some(i), h.cpus)?,
+                    accel,
+                    // TCG boots the tiny kernel in ~3 s; 3 min leaves room for a loaded box.
+                    boot_timeout_s: v.int(
+                        &bounds::QEMU_BOOT_TIMEOUT_S,
+                        Some(i),
+                        h.boot_timeout_s,
+                    )?,
+                    scratch_mb: v.int(&bounds::QEMU_SCRATCH_MB, Some(i), h.scratch_mb)?,
+                    extra_cmdline: h.extra_cmdline.clone().unwrap_or_default(),
+                })
+            }
+            "ssh" => HostKind::Ssh(Box::new(ssh(v, i, &h)?)),
+            other => {
+                return Err(v.field(
+                    &at("kind"),
+                    format!(
+                        "{} is not a host kind this version knows (\"qemu\", \"ssh\")",
+                        snippet(other)
+                    ),
+                ))
+            }
+        };
+        let wrong = match &kind {
+            HostKind::Qemu(_) => h.ssh_fields_set(),
+            HostKind::Ssh(_) => h.qemu_fields_set(),
+        };
+        if let Some(f) = wrong.first() {
+            return Err(v.field(
+                &at(f),
+                format!(
+                    "is not read by kind = {}: remove it, or change the kind",
+                    snippet(&h.kind)
+                ),
+            ));
+        }
+        if hosts
+            .iter()
+            .any(|x: &HostConfig| Some(&x.name) == h.name.as_ref())
+        {
+            return Err(v.field(
+                &at("name"),
+                "is used by an earlier host: give each host its own name",
+            ));
+        }
+        hosts.push(HostConfig {
+            name: h.name.unwrap_or_else(|| format!("{}{i}", h.kind)),
+            kind,
+        });
+    }
+
+    Ok(hosts)
+}
+
+/// A `kind = "ssh"` host, the `i`th.
+fn ssh(v: &Validator, i: usize, h: &RawHost) -> Result<SshConfig, ConfigError> {
+    let at = |f: &str| format!("hosts[{i}].{f}");
     use crate::hosts::ssh_conn::{HostKeyCheck, SshAuth, SshTarget};
     let address = h.address.as_deref().ok_or_else(|| {
         v.field(
@@ -20,7 +103,7 @@ pub(super) fn validate_ssh(
     let (user, host, port) = parse_address(address).ok_or_else(|| {
         v.field(
             &at("address"),
-            format!("{address:?} is not user@host or user@host:port"),
+            format!("{} is not user@host or user@host:port", snippet(address)),
         )
     })?;
     let auth = match &h.identity_file {
@@ -66,7 +149,10 @@ pub(super) fn validate_ssh(
         other => {
             return Err(v.field(
                 &at("install"),
-                format!("{other:?} is not one of \"kexec\", \"grub-reboot\", \"commands\""),
+                format!(
+                    "{} is not one of \"kexec\", \"grub-reboot\", \"commands\"",
+                    snippet(other)
+                ),
             ))
         }
     };
@@ -95,7 +181,7 @@ pub(super) fn validate_ssh(
             ));
         }
     }
-    let agent_port = h.agent_port.unwrap_or(firstbad_wire::GUEST_AGENT_PORT);
+    let agent_port: u16 = v.int(&bounds::SSH_AGENT_PORT, Some(i), h.agent_port)?;
     let agent_url = h.agent_url.clone().unwrap_or_else(|| {
         if host.contains(':') {
             format!("http://[{host}]:{agent_port}")
@@ -106,7 +192,7 @@ pub(super) fn validate_ssh(
     if !agent_url.starts_with("http://") {
         return Err(v.field(
             &at("agent_url"),
-            format!("{agent_url:?} is not an http:// URL"),
+            format!("{} is not an http:// URL", snippet(&agent_url)),
         ));
     }
     let remote_dir = h
@@ -116,16 +202,12 @@ pub(super) fn validate_ssh(
     if !remote_dir.starts_with('/') {
         return Err(v.field(
             &at("remote_dir"),
-            format!("{remote_dir:?} must be an absolute path on the machine"),
+            format!(
+                "{} must be an absolute path on the machine",
+                snippet(&remote_dir)
+            ),
         ));
     }
-    let positive = |f: &str, x: Option<u64>, default: u64| -> Result<u64, ConfigError> {
-        match x {
-            Some(0) => Err(v.field(&at(f), "must be at least 1")),
-            Some(x) => Ok(x),
-            None => Ok(default),
-        }
-    };
     Ok(SshConfig {
         target: SshTarget {
             user,
@@ -134,12 +216,16 @@ pub(super) fn validate_ssh(
             auth,
             host_key,
             // 15 s: a dead peer is noticed well inside any command deadline.
-            keepalive: std::time::Duration::from_secs(positive("keepalive_s", h.keepalive_s, 15)?),
+            keepalive: std::time::Duration::from_secs(v.int(
+                &bounds::SSH_KEEPALIVE_S,
+                Some(i),
+                h.keepalive_s,
+            )?),
         },
-        connect_timeout_s: positive("connect_timeout_s", h.connect_timeout_s, 15)?,
-        command_timeout_s: positive("command_timeout_s", h.command_timeout_s, 120)?,
+        connect_timeout_s: v.int(&bounds::SSH_CONNECT_TIMEOUT_S, Some(i), h.connect_timeout_s)?,
+        command_timeout_s: v.int(&bounds::SSH_COMMAND_TIMEOUT_S, Some(i), h.command_timeout_s)?,
         // Server firmware alone can take minutes (memory training); kexec skips it.
-        boot_timeout_s: positive("boot_timeout_s", h.boot_timeout_s, 600)?,
+        boot_timeout_s: v.int(&bounds::SSH_BOOT_TIMEOUT_S, Some(i), h.boot_timeout_s)?,
         install,
         power_cycle: h.power_cycle.clone(),
         console: h.console.clone(),

@@ -2,12 +2,22 @@
 //! that cannot hold a bad value.
 //!
 //! Relative paths are relative to the directory of the file that names them; `~/` and
-//! `${VAR}` / `${VAR:-default}` are expanded in paths.
+//! `${VAR}` / `${VAR:-default}` are expanded in paths. Every number has a range
+//! ([`bounds::BOUNDS`], docs/hunt-file-bounds.md), and a file over 1 MiB, not UTF-8 or
+//! holding a NUL is refused before TOML reads it; every error is one line naming the file.
+//!
+//! - `raw.rs`: the serde structs, as written; `read.rs`: the text checks and TOML errors;
+//! - `validate.rs`: raw to validated, table by table; `hosts.rs`: `[[hosts]]` of each kind;
+//! - `bounds.rs`: the range of every number; `expand.rs`: `~/`, `${VAR:-default}`.
 
+pub mod bounds;
 mod expand;
 mod hosts;
 mod raw;
+mod read;
 mod validate;
+
+pub use read::MAX_FILE_BYTES;
 
 use crate::error::ConfigError;
 use firstbad_wire::Workload;
@@ -338,11 +348,7 @@ pub const FSYNC_LATENCY_METRICS: &[&str] = &[
 impl HuntConfig {
     /// Reads and validates a hunt file.
     pub fn load(path: &Path) -> Result<HuntConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::parse(path, &text)
+        Self::parse(path, &read::text_file(path)?)
     }
 
     /// Validates hunt-file text; `path` names it in errors and anchors relative paths.
@@ -363,11 +369,7 @@ impl HuntConfig {
 impl HuntFile {
     /// Reads and validates a hunt file of either kind.
     pub fn load(path: &Path) -> Result<HuntFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::parse(path, &text)
+        Self::parse(path, &read::text_file(path)?)
     }
 
     /// Validates hunt-file text of either kind: `[test]` makes a local command hunt,

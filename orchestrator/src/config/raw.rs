@@ -1,4 +1,7 @@
 //! The hunt file as written: serde structs that refuse unknown fields, before any check.
+//!
+//! Every integer is an `i64` (what TOML holds), so that a negative or huge value reaches
+//! validation and gets its range in the error, not serde's "expected u32".
 
 use serde::Deserialize;
 
@@ -22,8 +25,8 @@ pub(super) struct RawHunt {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTest {
     pub(super) command: String,
-    pub(super) timeout_s: Option<u64>,
-    pub(super) jobs: Option<u32>,
+    pub(super) timeout_s: Option<i64>,
+    pub(super) jobs: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -61,12 +64,12 @@ pub(super) enum OneOrMany {
 pub(super) struct RawBuild {
     pub(super) config: String,
     pub(super) cache_dir: Option<String>,
-    pub(super) jobs: Option<u32>,
+    pub(super) jobs: Option<i64>,
     #[serde(default = "default_ccache")]
     pub(super) ccache: String,
     #[serde(default)]
     pub(super) make_args: Vec<String>,
-    pub(super) timeout_s: Option<u64>,
+    pub(super) timeout_s: Option<i64>,
 }
 
 pub(super) fn default_ccache() -> String {
@@ -78,20 +81,20 @@ pub(super) fn default_ccache() -> String {
 pub(super) struct RawHost {
     pub(super) name: Option<String>,
     pub(super) kind: String,
-    pub(super) memory_mb: Option<u32>,
-    pub(super) cpus: Option<u32>,
+    pub(super) memory_mb: Option<i64>,
+    pub(super) cpus: Option<i64>,
     pub(super) accel: Option<String>,
-    pub(super) boot_timeout_s: Option<u64>,
-    pub(super) scratch_mb: Option<u32>,
+    pub(super) boot_timeout_s: Option<i64>,
+    pub(super) scratch_mb: Option<i64>,
     pub(super) extra_cmdline: Option<String>,
     // kind = "ssh"
     pub(super) address: Option<String>,
     pub(super) identity_file: Option<String>,
     pub(super) known_hosts: Option<String>,
     pub(super) insecure_ignore_host_key: Option<bool>,
-    pub(super) keepalive_s: Option<u64>,
-    pub(super) connect_timeout_s: Option<u64>,
-    pub(super) command_timeout_s: Option<u64>,
+    pub(super) keepalive_s: Option<i64>,
+    pub(super) connect_timeout_s: Option<i64>,
+    pub(super) command_timeout_s: Option<i64>,
     pub(super) install: Option<String>,
     pub(super) kexec_cmdline: Option<String>,
     pub(super) grub_entry: Option<String>,
@@ -99,7 +102,7 @@ pub(super) struct RawHost {
     pub(super) reboot_command: Option<String>,
     pub(super) power_cycle: Option<String>,
     pub(super) console: Option<String>,
-    pub(super) agent_port: Option<u16>,
+    pub(super) agent_port: Option<i64>,
     pub(super) agent_url: Option<String>,
     pub(super) remote_dir: Option<String>,
 }
@@ -152,7 +155,7 @@ pub(super) struct RawWorkloadRef {
     pub(super) metric: String,
     #[serde(default = "default_direction")]
     pub(super) direction: String,
-    pub(super) timeout_s: Option<u64>,
+    pub(super) timeout_s: Option<i64>,
 }
 
 pub(super) fn default_direction() -> String {
@@ -163,18 +166,18 @@ pub(super) fn default_direction() -> String {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawClassify {
     /// Refused with a pointer to what replaced it (baselines are now sequential).
-    pub(super) baseline_boots: Option<u32>,
+    pub(super) baseline_boots: Option<toml::Value>,
     pub(super) mode: Option<String>,
     pub(super) relative: Option<f64>,
     pub(super) threshold: Option<f64>,
-    pub(super) min_boots: Option<u32>,
-    pub(super) max_boots: Option<u32>,
+    pub(super) min_boots: Option<i64>,
+    pub(super) max_boots: Option<i64>,
     pub(super) min_effect: Option<f64>,
-    pub(super) max_failed_boots: Option<u32>,
+    pub(super) max_failed_boots: Option<i64>,
     pub(super) alpha: Option<f64>,
     pub(super) beta: Option<f64>,
     pub(super) confidence: Option<f64>,
-    pub(super) drift_check_every: Option<u32>,
-    pub(super) confirm_pairs: Option<u32>,
-    pub(super) refine_boots: Option<u32>,
+    pub(super) drift_check_every: Option<i64>,
+    pub(super) confirm_pairs: Option<i64>,
+    pub(super) refine_boots: Option<i64>,
 }

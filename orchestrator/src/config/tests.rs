@@ -254,3 +254,287 @@ fn env_and_home_expand() {
         .unwrap_err()
         .contains("not set"));
 }
+
+const LOCAL: &str = "[hunt]\nname = \"l\"\nrepo = \"r\"\ngood = \"v1\"\nbad = \"v2\"\n\n[test]\ncommand = \"make -s check\"\n";
+
+/// The error of loading `text` as `hunt.toml` in `dir`, checked to be one short line that
+/// names the file.
+fn one_line_error(dir: &Path, text: impl AsRef<[u8]>) -> String {
+    let p = dir.join("hunt.toml");
+    std::fs::write(&p, text).unwrap();
+    let e = HuntFile::load(&p).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&p.display().to_string()) && !e.contains('\n') && e.len() < 300,
+        "{} bytes: {}",
+        e.len(),
+        e.chars().take(400).collect::<String>()
+    );
+    e
+}
+
+// issue 19, finding 7: `timeout_s = 9223372036854775807` was accepted, and adding it to an
+// Instant panicked ("overflow when adding duration to instant"), again on every resume.
+#[test]
+fn a_test_timeout_of_i64_max_is_refused_with_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = one_line_error(
+        dir.path(),
+        format!("{LOCAL}timeout_s = 9223372036854775807\n"),
+    );
+    assert!(
+        e.contains("hunt.toml: test.timeout_s: 9223372036854775807 is out of range 1..=604800"),
+        "{e}"
+    );
+}
+
+// issue 19, finding 7: `build.jobs = 4294967295` was accepted (make -j4294967295).
+#[test]
+fn four_billion_build_jobs_are_refused_with_their_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = fixture(dir.path(), "");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "config = \"kernel.config\"\n",
+        "config = \"kernel.config\"\njobs = 4294967295\n",
+    );
+    let e = one_line_error(dir.path(), text);
+    assert!(
+        e.contains("build.jobs: 4294967295 is out of range 1..=4096"),
+        "{e}"
+    );
+}
+
+// issue 19, finding 7: `boot_timeout_s = 0` and `workload.timeout_s = 0` were accepted: every
+// boot, or every run, failed at once and the whole range came out skipped.
+#[test]
+fn zero_boot_and_workload_timeouts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = fixture(dir.path(), "boot_timeout_s = 0\n");
+    let original = std::fs::read_to_string(&p).unwrap();
+    let e = one_line_error(dir.path(), &original);
+    assert!(
+        e.contains("hosts[0].boot_timeout_s: 0 is out of range 1..=3600"),
+        "{e}"
+    );
+    let text = original.replace("boot_timeout_s = 0\n", "") + "timeout_s = 0\n";
+    let e = one_line_error(dir.path(), &text);
+    assert!(
+        e.contains("workload.timeout_s: 0 is out of range 1..=86400"),
+        "{e}"
+    );
+    let ssh = "[[hosts]]\nkind = \"ssh\"\naddress = \"r@h\"\nboot_timeout_s = 0\n";
+    let text = original.replace("[[hosts]]\nkind = \"qemu\"\nboot_timeout_s = 0\n", ssh);
+    let e = one_line_error(dir.path(), &text);
+    assert!(
+        e.contains("hosts[0].boot_timeout_s: 0 is out of range 1..=7200"),
+        "{e}"
+    );
+}
+
+// issue 19, finding 7: 4294967295 was accepted for max_failed_boots, refine_boots and
+// confirm_pairs (a hunt that would boot one commit four billion times).
+#[test]
+fn four_billion_boots_pairs_or_failures_are_refused_with_their_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture(dir.path(), "")).unwrap();
+    for (field, range) in [
+        ("max_failed_boots", "1..=100"),
+        ("refine_boots", "0..=1000"),
+        ("confirm_pairs", "0..=100"),
+    ] {
+        let e = one_line_error(
+            dir.path(),
+            format!("{text}\n[classify]\n{field} = 4294967295\n"),
+        );
+        assert!(
+            e.contains(&format!(
+                "hunt.toml: classify.{field}: 4294967295 is out of range {range}"
+            )),
+            "{e}"
+        );
+    }
+}
+
+// issue 19, finding 7: a NUL in test.command (TOML's "\u0000") passed validation and the
+// spawn failed mid-hunt with exit code 5 (infrastructure); it is bad input (exit code 2).
+#[test]
+fn a_nul_in_the_test_command_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = LOCAL.replace("make -s check", "make\\u0000check");
+    let p = write(dir.path(), "hunt.toml", &text);
+    let e = HuntFile::load(&p).unwrap_err();
+    assert!(
+        matches!(&e, crate::error::ConfigError::Field { field, .. } if field == "test.command"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("NUL"), "{e}");
+    // The same anywhere a string is: a path, a list, a host.
+    let text = LOCAL.replace("good = \"v1\"", "good = [\"v0\", \"v\\u0000\"]");
+    let e = one_line_error(dir.path(), &text);
+    assert!(e.contains("hunt.good[1]: holds a NUL byte"), "{e}");
+}
+
+// issue 19, finding 7: a NUL or non-UTF-8 byte in the file itself is bad input, named by
+// line and column in one line.
+#[test]
+fn a_nul_or_non_utf8_byte_in_the_file_is_located_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = LOCAL.as_bytes().to_vec();
+    bytes.splice(7..7, [0u8]);
+    let e = one_line_error(dir.path(), &bytes);
+    assert!(e.contains("line 2, column 1: a NUL byte"), "{e}");
+    let mut bytes = LOCAL.as_bytes().to_vec();
+    bytes.splice(17..17, [0xffu8, 0xfe]);
+    let e = one_line_error(dir.path(), &bytes);
+    assert!(
+        e.contains("line 2, column 11: byte 0xff is not UTF-8"),
+        "{e}"
+    );
+    // Text handed to parse directly is held to the same.
+    let e = HuntFile::parse(
+        Path::new("x/hunt.toml"),
+        &LOCAL.replace("[test]", "[te\0st]"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("x/hunt.toml: line 7, column 4: a NUL byte"),
+        "{e}"
+    );
+}
+
+// issue 19, finding 7: a 10 MB one-line garbage file wrote 20 MB to stderr (TOML's error
+// quotes the line, twice). Over 1 MiB is refused unread; under it the quote is capped.
+#[test]
+fn a_huge_or_binary_hunt_file_gets_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = one_line_error(dir.path(), "x".repeat(10 << 20));
+    assert!(e.contains("larger than 1024 KiB"), "{e}");
+    let e = one_line_error(dir.path(), "= garbage ".repeat(90_000));
+    assert!(e.contains("line 1, column 1"), "{e}");
+    let e = one_line_error(
+        dir.path(),
+        format!("{LOCAL}jobs = \"{}\"\n", "9".repeat(500_000)),
+    );
+    assert!(e.contains("line 9") && e.contains("jobs"), "{e}");
+    // An ELF header: binary, whatever the extension says.
+    let e = one_line_error(dir.path(), b"\x7fELF\x02\x01\x01\x00\x00\x00");
+    assert!(e.contains("binary"), "{e}");
+}
+
+// issue 19, finding 7: a state_dir that is a file failed at the journal with a message that
+// named neither the file nor the field.
+#[test]
+fn a_state_dir_that_is_a_file_names_the_path_the_field_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "state", "not a directory\n");
+    let file = std::fs::canonicalize(file).unwrap();
+    let text = LOCAL.replace("bad = \"v2\"\n", "bad = \"v2\"\nstate_dir = \"state\"\n");
+    let e = one_line_error(dir.path(), &text);
+    assert!(
+        e.contains("hunt.toml: hunt.state_dir: ")
+            && e.contains(&format!("{}", file.display()))
+            && e.contains("is not a directory")
+            && e.contains("set hunt.state_dir to a directory"),
+        "{e}"
+    );
+    let e = one_line_error(dir.path(), text.replace("\"state\"", "\"state/sub\""));
+    assert!(
+        e.contains("hunt.state_dir") && e.contains("cannot be made"),
+        "{e}"
+    );
+}
+
+/// A hunt file in `dir` whose number field `b` (as `bounds.rs` names it) holds `value`.
+fn with_number(dir: &Path, b: &super::bounds::Bound, value: &str) -> PathBuf {
+    let (table, key) = b.field.split_once('.').unwrap();
+    let line = format!("{key} = {value}\n");
+    let kernel = |extra: &str| {
+        let p = fixture(dir, extra);
+        std::fs::read_to_string(p).unwrap()
+    };
+    let text = match (table, b.kind) {
+        ("test", _) => format!("{LOCAL}{line}"),
+        ("build", _) => kernel("").replace(
+            "config = \"kernel.config\"\n",
+            &format!("config = \"kernel.config\"\n{line}"),
+        ),
+        ("hosts[]", Some("qemu")) => kernel(&line),
+        ("hosts[]", Some("ssh")) => kernel("").replace(
+            "kind = \"qemu\"\n",
+            &format!("kind = \"ssh\"\naddress = \"r@h\"\n{line}"),
+        ),
+        ("workload", _) => kernel("") + &line,
+        ("classify", _) => {
+            let mode = match key {
+                "relative" => "mode = \"relative\"\n",
+                "threshold" => "mode = \"absolute\"\n",
+                // At its largest, min_boots needs a max_boots as large.
+                "min_boots" => "max_boots = 1000\n",
+                _ => "",
+            };
+            kernel("") + "\n[classify]\n" + mode + &line
+        }
+        other => panic!("no hunt file places {other:?}"),
+    };
+    write(dir, "hunt.toml", &text)
+}
+
+// issue 19, finding 7: every number in the table is checked, at both ends, under the name
+// and with the range the table gives.
+#[test]
+fn every_bound_in_the_table_is_enforced_at_both_ends() {
+    use super::bounds::{Range, BOUNDS};
+    let dir = tempfile::tempdir().unwrap();
+    for b in BOUNDS {
+        let (inside, outside): (Vec<String>, Vec<String>) = match b.range {
+            Range::Int { min, max } => (
+                vec![min.to_string(), max.to_string()],
+                vec![(min - 1).to_string(), (max + 1).to_string()],
+            ),
+            Range::Float {
+                min,
+                min_open,
+                max,
+                max_open,
+            } => {
+                let step = |x: f64| (x.abs() * 0.1).max(0.1);
+                let (mut inside, mut outside) = (vec![], vec![]);
+                for (end, open, away) in [(min, min_open, -step(min)), (max, max_open, step(max))] {
+                    if open {
+                        outside.push(end);
+                        inside.push(end - away / 100.0);
+                    } else {
+                        inside.push(end);
+                        outside.push(end + away);
+                    }
+                }
+                outside.extend([f64::NAN, f64::INFINITY]);
+                let toml = |x: f64| match x {
+                    x if x.is_nan() => "nan".to_owned(),
+                    x if x.is_infinite() => "inf".to_owned(),
+                    x => format!("{x:?}"),
+                };
+                (
+                    inside.into_iter().map(toml).collect(),
+                    outside.into_iter().map(toml).collect(),
+                )
+            }
+        };
+        let field = b.field.replace("hosts[]", "hosts[0]");
+        for x in &inside {
+            let p = with_number(dir.path(), b, x);
+            if let Err(e) = HuntFile::load(&p) {
+                panic!("{field} = {x} is inside {}: {e}", b.range);
+            }
+        }
+        for x in &outside {
+            let p = with_number(dir.path(), b, x);
+            let e = HuntFile::load(&p).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("hunt.toml: {field}: "))
+                    && e.contains(&format!(" is out of range {}: {}", b.range, b.why)),
+                "{field} = {x}: {e}"
+            );
+        }
+    }
+}
