@@ -392,4 +392,6 @@ pub fn default_cache_dir() -> PathBuf {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
