@@ -538,3 +538,15 @@ fn every_bound_in_the_table_is_enforced_at_both_ends() {
         }
     }
 }
+
+#[test]
+fn a_hunt_name_of_dots_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [".", ".."] {
+        let e = one_line_error(
+            dir.path(),
+            LOCAL.replace("name = \"l\"", &format!("name = \"{name}\"")),
+        );
+        assert!(e.contains("hunt.name"), "{e}");
+    }
+}

@@ -107,7 +107,9 @@ struct Range {
 
 fn range(v: &Validator, hunt: RawHuntSection) -> Result<Range, ConfigError> {
     let name = hunt.name.trim().to_owned();
+    // "." and ".." would put the default state directory beside or above the others.
     if name.is_empty()
+        || name.chars().all(|c| c == '.')
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
