@@ -144,8 +144,8 @@ fn mutate(rng: &mut StdRng, text: &mut Vec<u8>) -> &'static str {
         8 => {
             let depth = rng.gen_range(100..5_000);
             text.extend_from_slice(b"\ndeep = ");
-            text.extend(std::iter::repeat(b'[').take(depth));
-            text.extend(std::iter::repeat(b']').take(depth));
+            text.resize(text.len() + depth, b'[');
+            text.resize(text.len() + depth, b']');
             text.push(b'\n');
             "deep nesting"
         }
@@ -165,7 +165,7 @@ fn mutate(rng: &mut StdRng, text: &mut Vec<u8>) -> &'static str {
             "truncate"
         }
         11 if rng.gen_range(0..40) == 0 => {
-            text.extend(std::iter::repeat(b'x').take(super::MAX_FILE_BYTES + 1));
+            text.resize(text.len() + super::MAX_FILE_BYTES + 1, b'x');
             "over 1 MiB"
         }
         _ => "nothing",
