@@ -94,7 +94,11 @@ fn line_column(before: &[u8]) -> (usize, usize) {
 
 /// A TOML error as one line: where, what, and the start of the offending line.
 pub(super) fn syntax(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
-    let what = short_unknown_field(e.message());
+    // The raw structs read every integer as i64 so that validation can give the range; the
+    // user wrote a number, not a Rust type.
+    let what = short_unknown_field(e.message())
+        .replace("expected i64", "expected an integer")
+        .replace("expected f64", "expected a number");
     let message = match e.span() {
         Some(span) => {
             let at = floor_char_boundary(text, span.start.min(text.len()));

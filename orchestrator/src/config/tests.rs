@@ -442,6 +442,28 @@ fn a_state_dir_that_is_a_file_names_the_path_the_field_and_the_fix() {
         e.contains("hunt.state_dir") && e.contains("cannot be made"),
         "{e}"
     );
+    // The build cache is held to the same.
+    let kernel = std::fs::read_to_string(fixture(dir.path(), ""))
+        .unwrap()
+        .replace(
+            "config = \"kernel.config\"\n",
+            "config = \"kernel.config\"\ncache_dir = \"state\"\n",
+        );
+    let e = one_line_error(dir.path(), kernel);
+    assert!(
+        e.contains("hunt.toml: build.cache_dir: ") && e.contains("is not a directory"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_number_of_the_wrong_type_names_the_line_and_says_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = one_line_error(dir.path(), format!("{LOCAL}jobs = \"lots\"\n"));
+    assert!(
+        e.contains("line 9, column 8: invalid type: string \"lots\", expected an integer: in `jobs = \"lots\"`"),
+        "{e}"
+    );
 }
 
 /// A hunt file in `dir` whose number field `b` (as `bounds.rs` names it) holds `value`.
