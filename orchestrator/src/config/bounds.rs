@@ -1,0 +1,555 @@
+//! The range of every number a hunt file may hold, each with its reason (issue 19, finding 7).
+//!
+//! Validation checks each number against its entry in [`BOUNDS`] before using it, so a
+//! duration built from one (`Duration::from_secs`, `Instant + Duration`) cannot overflow and
+//! a count cannot ask for four billion boots. `docs/hunt-file-bounds.md` holds the same table,
+//! rendered by [`markdown_table`]; a unit test fails when the two differ.
+
+use std::fmt;
+
+/// The values a number field accepts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Range {
+    /// Integers from `min` to `max`, both included.
+    Int {
+        /// The smallest value accepted.
+        min: i64,
+        /// The largest value accepted.
+        max: i64,
+    },
+    /// Finite floats between `min` and `max`; an open end is not itself accepted.
+    Float {
+        /// The lower end.
+        min: f64,
+        /// Whether `min` itself is refused.
+        min_open: bool,
+        /// The upper end.
+        max: f64,
+        /// Whether `max` itself is refused.
+        max_open: bool,
+    },
+}
+
+impl Range {
+    /// Whether an integer is in range.
+    pub fn holds_int(&self, x: i64) -> bool {
+        match *self {
+            Range::Int { min, max } => (min..=max).contains(&x),
+            Range::Float { .. } => false,
+        }
+    }
+
+    /// Whether a float is finite and in range (NaN and infinities never are).
+    pub fn holds_float(&self, x: f64) -> bool {
+        match *self {
+            Range::Float {
+                min,
+                min_open,
+                max,
+                max_open,
+            } => {
+                x.is_finite()
+                    && if min_open { x > min } else { x >= min }
+                    && if max_open { x < max } else { x <= max }
+            }
+            Range::Int { .. } => false,
+        }
+    }
+}
+
+/// `1..=64` for integers; `(0, 0.5)` for floats, a parenthesis where the end is left out.
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Range::Int { min, max } => write!(f, "{min}..={max}"),
+            Range::Float {
+                min,
+                min_open,
+                max,
+                max_open,
+            } => write!(
+                f,
+                "{}{}, {}{}",
+                if min_open { '(' } else { '[' },
+                Num(min),
+                Num(max),
+                if max_open { ')' } else { ']' }
+            ),
+        }
+    }
+}
+
+/// A float as a person writes it: `0.5`, `10`, `1e15`.
+struct Num(f64);
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.abs() >= 1e6 {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+/// What a field holds when the hunt file leaves it out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Default {
+    /// This integer.
+    Int(i64),
+    /// This float.
+    Float(f64),
+    /// Something the table describes in words (computed, or required by a mode).
+    Text(&'static str),
+}
+
+/// One number field of a hunt file: its range and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    /// The field as errors name it, with `[]` for "any host": `hosts[].memory_mb`.
+    pub field: &'static str,
+    /// The host kind that reads it, for `hosts[]` fields.
+    pub kind: Option<&'static str>,
+    /// The values accepted.
+    pub range: Range,
+    /// The value when the field is left out.
+    pub default: Default,
+    /// Why the range is what it is, in one line.
+    pub why: &'static str,
+}
+
+impl Bound {
+    /// `Ok(x)` when in range, else the message an error gives after the field's name.
+    pub fn int(&self, x: i64) -> Result<i64, String> {
+        if self.range.holds_int(x) {
+            Ok(x)
+        } else {
+            Err(self.out_of_range(x))
+        }
+    }
+
+    /// `Ok(x)` when finite and in range, else the message an error gives after the field.
+    pub fn float(&self, x: f64) -> Result<f64, String> {
+        if self.range.holds_float(x) {
+            Ok(x)
+        } else {
+            Err(self.out_of_range(x))
+        }
+    }
+
+    fn out_of_range(&self, x: impl fmt::Display) -> String {
+        format!("{x} is out of range {}: {}", self.range, self.why)
+    }
+}
+
+const fn int(field: &'static str, min: i64, max: i64, default: i64, why: &'static str) -> Bound {
+    Bound {
+        field,
+        kind: None,
+        range: Range::Int { min, max },
+        default: Default::Int(default),
+        why,
+    }
+}
+
+const fn host(kind: &'static str, b: Bound) -> Bound {
+    Bound {
+        kind: Some(kind),
+        ..b
+    }
+}
+
+/// An open interval `(min, max)`.
+const fn open(
+    field: &'static str,
+    min: f64,
+    max: f64,
+    default: Default,
+    why: &'static str,
+) -> Bound {
+    Bound {
+        field,
+        kind: None,
+        range: Range::Float {
+            min,
+            min_open: true,
+            max,
+            max_open: true,
+        },
+        default,
+        why,
+    }
+}
+
+/// Seconds in a day and in a week, the outer limits of the timeouts.
+const DAY: i64 = 24 * 3600;
+const WEEK: i64 = 7 * DAY;
+
+/// `[build] jobs`.
+pub const BUILD_JOBS: Bound = Bound {
+    default: Default::Text("the number of CPUs, at most 4096"),
+    ..int(
+        "build.jobs",
+        1,
+        4096,
+        0,
+        "make -j; the largest machines have a few thousand CPUs",
+    )
+};
+/// `[build] timeout_s`.
+pub const BUILD_TIMEOUT_S: Bound = int(
+    "build.timeout_s",
+    1,
+    WEEK,
+    3600,
+    "seconds per build; allmodconfig from scratch on one slow core takes about a day",
+);
+/// `[[hosts]] memory_mb` (qemu).
+pub const QEMU_MEMORY_MB: Bound = host(
+    "qemu",
+    int(
+        "hosts[].memory_mb",
+        128,
+        1 << 20,
+        1024,
+        "guest MiB; the kernel, initramfs and agent need 128, 1 TiB is more than a test box has",
+    ),
+);
+/// `[[hosts]] cpus` (qemu).
+pub const QEMU_CPUS: Bound = host(
+    "qemu",
+    int(
+        "hosts[].cpus",
+        1,
+        1024,
+        1,
+        "guest CPUs; qemu's x86 limit with x2apic is 1024",
+    ),
+);
+/// `[[hosts]] scratch_mb` (qemu).
+pub const QEMU_SCRATCH_MB: Bound = host(
+    "qemu",
+    int(
+        "hosts[].scratch_mb",
+        64,
+        1 << 20,
+        1024,
+        "MiB of the ext4 scratch disk (a sparse file); ext4 wants 64 for a journal, 1 TiB caps it",
+    ),
+);
+/// `[[hosts]] boot_timeout_s` (qemu).
+pub const QEMU_BOOT_TIMEOUT_S: Bound = host(
+    "qemu",
+    int(
+        "hosts[].boot_timeout_s",
+        1,
+        3600,
+        180,
+        "qemu start to a healthy agent; TCG boots the tiny kernel in ~3 s, an hour is a hang",
+    ),
+);
+/// `[[hosts]] boot_timeout_s` (ssh).
+pub const SSH_BOOT_TIMEOUT_S: Bound = host(
+    "ssh",
+    int(
+        "hosts[].boot_timeout_s",
+        1,
+        2 * 3600,
+        600,
+        "reboot to a healthy agent; server firmware can take 10+ min, two hours is a dead machine",
+    ),
+);
+/// `[[hosts]] keepalive_s` (ssh).
+pub const SSH_KEEPALIVE_S: Bound = host(
+    "ssh",
+    int(
+        "hosts[].keepalive_s",
+        1,
+        600,
+        15,
+        "TCP keepalive idle seconds; a dead peer must be noticed inside any command deadline",
+    ),
+);
+/// `[[hosts]] connect_timeout_s` (ssh).
+pub const SSH_CONNECT_TIMEOUT_S: Bound = host(
+    "ssh",
+    int(
+        "hosts[].connect_timeout_s",
+        1,
+        600,
+        15,
+        "TCP connect, handshake and authentication; ten minutes is a dead network",
+    ),
+);
+/// `[[hosts]] command_timeout_s` (ssh).
+pub const SSH_COMMAND_TIMEOUT_S: Bound = host(
+    "ssh",
+    int(
+        "hosts[].command_timeout_s",
+        1,
+        DAY,
+        120,
+        "any one remote command (uploads get 1 s more per MiB); a day is a hung one",
+    ),
+);
+/// `[[hosts]] agent_port` (ssh).
+pub const SSH_AGENT_PORT: Bound = host(
+    "ssh",
+    int(
+        "hosts[].agent_port",
+        1,
+        65535,
+        firstbad_wire::GUEST_AGENT_PORT as i64,
+        "a TCP port; 0 is not one",
+    ),
+);
+/// `[workload] timeout_s`.
+pub const WORKLOAD_TIMEOUT_S: Bound = int(
+    "workload.timeout_s",
+    1,
+    DAY,
+    600,
+    "one run of the workload, tens of them per commit; a day is a hang",
+);
+/// `[classify] relative`.
+pub const CLASSIFY_RELATIVE: Bound = open(
+    "classify.relative",
+    0.0,
+    10.0,
+    Default::Text("none: mode = \"relative\" needs it"),
+    "share worse than good that is bad (0.2 = 20%); 10 is 1000% worse",
+);
+/// `[classify] threshold`.
+pub const CLASSIFY_THRESHOLD: Bound = Bound {
+    range: Range::Float {
+        min: 0.0,
+        min_open: true,
+        max: 1e15,
+        max_open: false,
+    },
+    ..open(
+        "classify.threshold",
+        0.0,
+        0.0,
+        Default::Text("none: mode = \"absolute\" needs it"),
+        "a value of the metric above which a commit is bad; room for any unit (ns, bytes/s)",
+    )
+};
+/// `[classify] min_boots`.
+pub const CLASSIFY_MIN_BOOTS: Bound = int(
+    "classify.min_boots",
+    1,
+    1000,
+    1,
+    "boots before a verdict, at most classify.max_boots",
+);
+/// `[classify] max_boots`.
+pub const CLASSIFY_MAX_BOOTS: Bound = int(
+    "classify.max_boots",
+    1,
+    1000,
+    30,
+    "boots before a commit is undecided; each takes minutes, 1000 is days on one commit",
+);
+/// `[classify] min_effect`.
+pub const CLASSIFY_MIN_EFFECT: Bound = open(
+    "classify.min_effect",
+    0.0,
+    10.0,
+    Default::Float(0.05),
+    "smallest relative difference between good and bad that counts (0.05 = 5%)",
+);
+/// `[classify] max_failed_boots`.
+pub const CLASSIFY_MAX_FAILED_BOOTS: Bound = int(
+    "classify.max_failed_boots",
+    1,
+    100,
+    2,
+    "failed boots before a commit is skipped; past 100 the host is broken, not the commit",
+);
+/// `[classify] alpha`.
+pub const CLASSIFY_ALPHA: Bound = open(
+    "classify.alpha",
+    0.0,
+    0.5,
+    Default::Float(0.01),
+    "chance of calling a good commit bad; from 0.5 on the test turns evidence around",
+);
+/// `[classify] beta`.
+pub const CLASSIFY_BETA: Bound = open(
+    "classify.beta",
+    0.0,
+    0.5,
+    Default::Float(0.01),
+    "chance of calling a bad commit good; from 0.5 on the test turns evidence around",
+);
+/// `[classify] confidence`.
+pub const CLASSIFY_CONFIDENCE: Bound = open(
+    "classify.confidence",
+    0.5,
+    1.0,
+    Default::Float(0.95),
+    "posterior on the culprit that ends the hunt; 1 is never reached, 0.5 is a coin",
+);
+/// `[classify] drift_check_every`.
+pub const CLASSIFY_DRIFT_CHECK_EVERY: Bound = int(
+    "classify.drift_check_every",
+    0,
+    1000,
+    4,
+    "verdicts between boots of the good endpoint; 0 turns the check off",
+);
+/// `[classify] confirm_pairs`.
+pub const CLASSIFY_CONFIRM_PAIRS: Bound = int(
+    "classify.confirm_pairs",
+    0,
+    100,
+    3,
+    "culprit/parent boot pairs in the final re-test; 0 turns it off",
+);
+/// `[classify] refine_boots`.
+pub const CLASSIFY_REFINE_BOOTS: Bound = int(
+    "classify.refine_boots",
+    0,
+    1000,
+    60,
+    "posterior-phase boots per bit of the range; 0 turns the phase off",
+);
+/// `[test] timeout_s`.
+pub const TEST_TIMEOUT_S: Bound = int(
+    "test.timeout_s",
+    1,
+    WEEK,
+    3600,
+    "seconds per run of the command; a week is the outer limit of one test in a bisection",
+);
+/// `[test] jobs`.
+pub const TEST_JOBS: Bound = int(
+    "test.jobs",
+    1,
+    64,
+    1,
+    "checkouts tested at once, each a full worktree",
+);
+
+/// Every number field of a hunt file, in the order of the tables.
+pub const BOUNDS: &[Bound] = &[
+    BUILD_JOBS,
+    BUILD_TIMEOUT_S,
+    QEMU_MEMORY_MB,
+    QEMU_CPUS,
+    QEMU_SCRATCH_MB,
+    QEMU_BOOT_TIMEOUT_S,
+    SSH_BOOT_TIMEOUT_S,
+    SSH_KEEPALIVE_S,
+    SSH_CONNECT_TIMEOUT_S,
+    SSH_COMMAND_TIMEOUT_S,
+    SSH_AGENT_PORT,
+    WORKLOAD_TIMEOUT_S,
+    CLASSIFY_RELATIVE,
+    CLASSIFY_THRESHOLD,
+    CLASSIFY_MIN_BOOTS,
+    CLASSIFY_MAX_BOOTS,
+    CLASSIFY_MIN_EFFECT,
+    CLASSIFY_MAX_FAILED_BOOTS,
+    CLASSIFY_ALPHA,
+    CLASSIFY_BETA,
+    CLASSIFY_CONFIDENCE,
+    CLASSIFY_DRIFT_CHECK_EVERY,
+    CLASSIFY_CONFIRM_PAIRS,
+    CLASSIFY_REFINE_BOOTS,
+    TEST_TIMEOUT_S,
+    TEST_JOBS,
+];
+
+/// [`BOUNDS`] as the Markdown table of `docs/hunt-file-bounds.md`.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| field | kind | range | default | why |\n|---|---|---|---|---|\n");
+    for b in BOUNDS {
+        let default = match b.default {
+            Default::Int(x) => x.to_string(),
+            Default::Float(x) => Num(x).to_string(),
+            Default::Text(t) => t.to_owned(),
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | `{}` | {} | {} |\n",
+            b.field,
+            b.kind.unwrap_or(""),
+            b.range,
+            default.replace('|', "\\|"),
+            b.why.replace('|', "\\|"),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_print_as_the_docs_write_them() {
+        assert_eq!(TEST_JOBS.range.to_string(), "1..=64");
+        assert_eq!(CLASSIFY_ALPHA.range.to_string(), "(0, 0.5)");
+        assert_eq!(CLASSIFY_THRESHOLD.range.to_string(), "(0, 1e15]");
+    }
+
+    #[test]
+    fn floats_must_be_finite_and_open_ends_are_left_out() {
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.5, -0.01] {
+            assert!(CLASSIFY_ALPHA.float(x).is_err(), "{x}");
+        }
+        assert_eq!(CLASSIFY_ALPHA.float(0.01), Ok(0.01));
+        assert!(CLASSIFY_THRESHOLD.float(1e15).is_ok());
+        assert!(CLASSIFY_THRESHOLD.float(1.1e15).is_err());
+    }
+
+    #[test]
+    fn every_default_is_in_its_range_and_every_reason_is_one_short_line() {
+        for b in BOUNDS {
+            match b.default {
+                Default::Int(x) => assert!(b.range.holds_int(x), "{}", b.field),
+                Default::Float(x) => assert!(b.range.holds_float(x), "{}", b.field),
+                Default::Text(_) => {}
+            }
+            assert!(
+                b.why.len() <= 100 && !b.why.contains('\n'),
+                "{}: {}",
+                b.field,
+                b.why
+            );
+        }
+    }
+
+    #[test]
+    fn each_field_is_listed_once_per_host_kind() {
+        for (i, a) in BOUNDS.iter().enumerate() {
+            for b in &BOUNDS[i + 1..] {
+                assert!((a.field, a.kind) != (b.field, b.kind), "{}", a.field);
+            }
+        }
+    }
+
+    // The table in the docs is the table in the code: regenerate it with
+    // `FIRSTBAD_BLESS=1 cargo test -p firstbad --lib config::bounds`.
+    #[test]
+    fn the_docs_table_is_the_code_table() {
+        let doc =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/hunt-file-bounds.md");
+        let text = std::fs::read_to_string(&doc).expect("docs/hunt-file-bounds.md exists");
+        let (begin, end) = ("<!-- bounds:begin -->\n", "<!-- bounds:end -->");
+        let start = text.find(begin).expect("the docs mark the table's start") + begin.len();
+        let stop = text.find(end).expect("the docs mark the table's end");
+        let table = markdown_table();
+        if std::env::var_os("FIRSTBAD_BLESS").is_some() {
+            let new = format!("{}{table}{}", &text[..start], &text[stop..]);
+            std::fs::write(&doc, new).expect("docs/hunt-file-bounds.md is writable");
+            return;
+        }
+        assert_eq!(
+            &text[start..stop],
+            table,
+            "docs/hunt-file-bounds.md differs from config/bounds.rs: rerun with FIRSTBAD_BLESS=1"
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! Hunt configuration: a TOML file parsed into raw structs, then validated once into types
+//! that cannot hold a bad value.
+//!
+//! Relative paths are relative to the directory of the file that names them; `~/` and
+//! `${VAR}` / `${VAR:-default}` are expanded in paths. Every number has a range
+//! ([`bounds::BOUNDS`], docs/hunt-file-bounds.md), and a file over 1 MiB, not UTF-8 or
+//! holding a NUL is refused before TOML reads it; every error is one line naming the file.
+//!
+//! - `raw.rs`: the serde structs, as written; `read.rs`: the text checks and TOML errors;
+//! - `validate.rs`: raw to validated, table by table; `hosts.rs`: `[[hosts]]` of each kind;
+//! - `bounds.rs`: the range of every number; `expand.rs`: `~/`, `${VAR:-default}`.
+
+pub mod bounds;
+mod expand;
+mod hosts;
+mod raw;
+mod read;
+mod validate;
+
+pub use read::MAX_FILE_BYTES;
+
+use crate::error::ConfigError;
+use firstbad_wire::Workload;
+use std::path::{Path, PathBuf};
+
+/// A validated hunt: everything `firstbad run` needs, with absolute paths.
+#[derive(Debug, Clone)]
+pub struct HuntConfig {
+    /// The file this came from, for messages.
+    pub source: PathBuf,
+    /// Short name of the hunt (used for the default state directory).
+    pub name: String,
+    /// The kernel git repository.
+    pub repo: PathBuf,
+    /// The known-good revisions (at least one), any syntax git accepts; the first is measured
+    /// as the good baseline.
+    pub goods: Vec<String>,
+    /// Only commits changing these paths are tested (`git bisect start -- <paths>`).
+    pub paths: Vec<String>,
+    /// Follow only first parents (`git bisect start --first-parent`).
+    pub first_parent: bool,
+    /// The known-bad revision.
+    pub bad: String,
+    /// Where the journal, build logs and console logs of this hunt live.
+    pub state_dir: PathBuf,
+    /// How candidates are built.
+    pub build: BuildConfig,
+    /// The test hosts (at least one).
+    pub hosts: Vec<HostConfig>,
+    /// The workload and the metric it is judged by.
+    pub workload: WorkloadConfig,
+    /// Classification parameters.
+    pub classify: ClassifyConfig,
+    /// What reports add: a web link for commits and the trailers of the e-mail report.
+    pub report: ReportConfig,
+}
+
+/// A validated hunt file: a kernel hunt, or a command run on this machine.
+#[derive(Debug, Clone)]
+pub enum HuntFile {
+    /// `[build]`, `[[hosts]]`, `[workload]`: build, boot and measure kernels.
+    Kernel(Box<HuntConfig>),
+    /// `[test]`: run a command in a checkout of each candidate (see [`crate::local`]).
+    Local(Box<LocalConfig>),
+}
+
+impl HuntFile {
+    /// The hunt's name.
+    pub fn name(&self) -> &str {
+        match self {
+            HuntFile::Kernel(c) => &c.name,
+            HuntFile::Local(c) => &c.name,
+        }
+    }
+
+    /// Where the hunt's journal lives.
+    pub fn state_dir(&self) -> &Path {
+        match self {
+            HuntFile::Kernel(c) => &c.state_dir,
+            HuntFile::Local(c) => &c.state_dir,
+        }
+    }
+
+    /// The repository bisected.
+    pub fn repo(&self) -> &Path {
+        match self {
+            HuntFile::Kernel(c) => &c.repo,
+            HuntFile::Local(c) => &c.repo,
+        }
+    }
+}
+
+/// A validated local command hunt: `[hunt]` and `[test]`, no kernel.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    /// The file this came from, for messages.
+    pub source: PathBuf,
+    /// Short name of the hunt (used for the default state directory).
+    pub name: String,
+    /// The git repository.
+    pub repo: PathBuf,
+    /// The known-good revisions (at least one).
+    pub goods: Vec<String>,
+    /// The known-bad revision.
+    pub bad: String,
+    /// Only commits changing these paths are tested (`git bisect start -- <paths>`).
+    pub paths: Vec<String>,
+    /// Follow only first parents (`git bisect start --first-parent`).
+    pub first_parent: bool,
+    /// Where the journal, the checkouts and the command logs live.
+    pub state_dir: PathBuf,
+    /// The command and how it runs.
+    pub test: TestConfig,
+    /// What reports add.
+    pub report: ReportConfig,
+}
+
+/// The `[test]` table: the command that judges a candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestConfig {
+    /// Run with `sh -c` in a checkout of the candidate; exit status as `git bisect run`.
+    pub command: String,
+    /// A run that lasts longer is killed (with its process group); the commit is skipped.
+    pub timeout_s: u64,
+    /// Checkouts tested at once (the "hosts" of a local hunt).
+    pub jobs: u32,
+}
+
+/// The optional `[report]` table.
+#[derive(Debug, Clone, Default)]
+pub struct ReportConfig {
+    /// Web link to a commit, with `{commit}` standing for its full id, e.g.
+    /// `https://git.kernel.org/torvalds/c/{commit}`.
+    pub web_link: Option<String>,
+    /// `Bisected-by:` trailer of the e-mail report (`Name <address>`).
+    pub bisected_by: Option<String>,
+    /// `Reported-by:` trailer of the e-mail report.
+    pub reported_by: Option<String>,
+}
+
+/// How candidate kernels are built.
+#[derive(Debug, Clone)]
+pub struct BuildConfig {
+    /// Base kernel config copied to `$O/.config` before `make olddefconfig`.
+    pub kernel_config: PathBuf,
+    /// Where build directories and kernel artifacts are cached across hunts.
+    pub cache_dir: PathBuf,
+    /// `make -j`.
+    pub jobs: u32,
+    /// Whether to build through ccache.
+    pub ccache: Ccache,
+    /// Extra `make` arguments (`CC=clang`, `LLVM=1`).
+    pub make_args: Vec<String>,
+    /// A build that runs longer is killed and counted as failed (a skip).
+    pub timeout_s: u64,
+}
+
+/// ccache use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ccache {
+    /// Use it when `ccache` is on PATH.
+    Auto,
+    /// Always; fail when missing.
+    On,
+    /// Never.
+    Off,
+}
+
+/// One test host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Name in logs and the journal.
+    pub name: String,
+    /// What kind of host it is.
+    pub kind: HostKind,
+}
+
+/// Host kinds.
+#[derive(Debug, Clone)]
+pub enum HostKind {
+    /// A local qemu VM firstbad boots itself.
+    Qemu(QemuConfig),
+    /// A machine firstbad reaches over SSH, installs kernels on and reboots.
+    Ssh(Box<SshConfig>),
+}
+
+/// A machine reached over SSH (`kind = "ssh"`).
+#[derive(Debug, Clone)]
+pub struct SshConfig {
+    /// Who and where, with authentication, host key check and keepalive.
+    pub target: crate::hosts::ssh_conn::SshTarget,
+    /// Bound on TCP connect, handshake and authentication.
+    pub connect_timeout_s: u64,
+    /// Bound on any one remote command (uploads get this plus 1 s per MiB).
+    pub command_timeout_s: u64,
+    /// From the reboot to a verified machine with a healthy agent.
+    pub boot_timeout_s: u64,
+    /// How a candidate is installed and booted.
+    pub install: Install,
+    /// Local shell command that power-cycles the machine (`ipmitool ... chassis power
+    /// cycle`, a PDU script); without it a host that does not come back needs a person.
+    pub power_cycle: Option<String>,
+    /// Local shell command whose output is the machine's console (`ipmitool ... sol
+    /// activate`, `virsh console`, a serial server); copied to each boot's console log.
+    pub console: Option<String>,
+    /// Port the agent listens on, on the machine.
+    pub agent_port: u16,
+    /// Where firstbad reaches the agent (default `http://<host>:<agent_port>`).
+    pub agent_url: String,
+    /// Directory on the machine for kernels, the agent and its scratch files.
+    pub remote_dir: String,
+}
+
+/// How an ssh host installs and boots a candidate. Placeholders `{image}`, `{release}` and
+/// `{initrd}` in user text are replaced by shell-quoted values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Install {
+    /// `kexec -l` the image with this command line (default: the running kernel's
+    /// `/proc/cmdline`), then `kexec -e`.
+    Kexec {
+        /// The candidate's command line, or `None` for the running one.
+        cmdline: Option<String>,
+    },
+    /// Copy to /boot, `update-grub`, `grub-reboot <entry>` (a one-time entry: a kernel that
+    /// does not boot falls back to the default on the next power cycle), `reboot`.
+    GrubReboot {
+        /// The menu entry, e.g. `Advanced options for Debian GNU/Linux>Debian GNU/Linux,
+        /// with Linux {release}`.
+        entry: String,
+    },
+    /// The user's own commands, then the reboot command.
+    Commands {
+        /// Run in order; any failure fails the boot.
+        commands: Vec<String>,
+        /// Run in the background after them (default `reboot`).
+        reboot: String,
+    },
+}
+
+/// A local qemu VM.
+#[derive(Debug, Clone)]
+pub struct QemuConfig {
+    /// Guest memory in MiB.
+    pub memory_mb: u32,
+    /// Guest CPUs.
+    pub cpus: u32,
+    /// Accelerator choice.
+    pub accel: Accel,
+    /// From qemu start to a healthy agent; past it the boot is a failure (a skip).
+    pub boot_timeout_s: u64,
+    /// Size of the ext4 scratch disk the workload writes to.
+    pub scratch_mb: u32,
+    /// Appended to the kernel command line.
+    pub extra_cmdline: String,
+}
+
+/// qemu accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when a probe with a timeout shows that it works, TCG otherwise.
+    Auto,
+    /// Always KVM.
+    Kvm,
+    /// Always TCG (software emulation).
+    Tcg,
+}
+
+/// Which way is worse for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Latency: higher is a regression.
+    LowerIsBetter,
+    /// Throughput: lower is a regression.
+    HigherIsBetter,
+}
+
+/// The workload and how it is judged.
+#[derive(Debug, Clone)]
+pub struct WorkloadConfig {
+    /// The workload file, for messages and reports.
+    pub file: PathBuf,
+    /// The workload sent to the agent.
+    pub workload: Workload,
+    /// The per-boot metric compared between commits (a key of `WorkloadResult::metrics`).
+    pub metric: String,
+    /// Which way is worse.
+    pub direction: Direction,
+    /// A workload that runs longer is cancelled and the boot counted as failed.
+    pub timeout_s: u64,
+}
+
+/// What "bad" means for a commit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClassifyMode {
+    /// Like the bad endpoint rather than the good one: both endpoints are measured, interleaved,
+    /// until the regression is confirmed or refuted (the default).
+    Baselines,
+    /// Worse than the good endpoint by at least this share (0.2 = 20% slower): for hunts whose
+    /// bad endpoint is not worth measuring as a reference.
+    Relative(f64),
+    /// Worse than this absolute value of the metric (e.g. fsync p99 above 500 ms).
+    Absolute(f64),
+}
+
+/// Parameters of the statistics (see [`crate::sequential`] and [`crate::posterior`]).
+#[derive(Debug, Clone)]
+pub struct ClassifyConfig {
+    /// What "bad" means.
+    pub mode: ClassifyMode,
+    /// Boots of a candidate before a verdict may be given, however clear the first ones are.
+    pub min_boots: u32,
+    /// Boots of a candidate after which it is called undecided (a skip).
+    pub max_boots: u32,
+    /// Smallest relative difference between good and bad that counts (0.05 = 5%).
+    pub min_effect: f64,
+    /// Failed boots of a candidate after which it is skipped.
+    pub max_failed_boots: u32,
+    /// Sequential test: probability of calling a good commit bad (default 0.01).
+    pub alpha: f64,
+    /// Sequential test: probability of calling a bad commit good (default 0.01).
+    pub beta: f64,
+    /// The culprit is confirmed when its posterior probability reaches this (default 0.95).
+    pub confidence: f64,
+    /// Re-measure the good endpoint after every this many verdicts: the posterior's firmest
+    /// hold on how the host moves, and a check that stops the hunt on a move the earlier
+    /// re-measurements' trend does not explain; 0 turns it off.
+    pub drift_check_every: u32,
+    /// Interleaved boots of the culprit and its parent, each, in the final re-test; 0 turns
+    /// it off.
+    pub confirm_pairs: u32,
+    /// Boots the posterior phase may spend after the bisection, per bit of the range
+    /// (⌈log2(candidates + 1)⌉), re-testing what is in doubt; 0 turns it off (git bisect's
+    /// answer stands).
+    pub refine_boots: u32,
+}
+
+/// Metric keys the `fsync-latency` workload reports.
+pub const FSYNC_LATENCY_METRICS: &[&str] = &[
+    "fsync_latency_p50_ms",
+    "fsync_latency_p90_ms",
+    "fsync_latency_p99_ms",
+    "fsync_latency_p999_ms",
+    "fsync_latency_max_ms",
+    "fsync_latency_mean_ms",
+    "writer_mb_s",
+];
+
+impl HuntConfig {
+    /// Reads and validates a hunt file.
+    pub fn load(path: &Path) -> Result<HuntConfig, ConfigError> {
+        Self::parse(path, &read::text_file(path)?)
+    }
+
+    /// Validates hunt-file text; `path` names it in errors and anchors relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<HuntConfig, ConfigError> {
+        match HuntFile::parse(path, text)? {
+            HuntFile::Kernel(cfg) => Ok(*cfg),
+            HuntFile::Local(_) => Err(ConfigError::Field {
+                path: path.to_owned(),
+                field: "test".into(),
+                message: "this hunt runs a command on this machine ([test]), it boots no kernel: \
+                          `firstbad run` handles it; `try` is for kernel hunts"
+                    .into(),
+            }),
+        }
+    }
+}
+
+impl HuntFile {
+    /// Reads and validates a hunt file of either kind.
+    pub fn load(path: &Path) -> Result<HuntFile, ConfigError> {
+        Self::parse(path, &read::text_file(path)?)
+    }
+
+    /// Validates hunt-file text of either kind: `[test]` makes a local command hunt,
+    /// `[build]` + `[[hosts]]` + `[workload]` a kernel hunt.
+    pub fn parse(path: &Path, text: &str) -> Result<HuntFile, ConfigError> {
+        validate::hunt_file(path, text)
+    }
+}
+
+/// The per-user cache directory (`$XDG_CACHE_HOME/firstbad` or `~/.cache/firstbad`).
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FIRSTBAD_CACHE") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("firstbad");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".cache").join("firstbad")
+}
+
+#[cfg(test)]
+mod fuzz;
+#[cfg(test)]
+mod tests;

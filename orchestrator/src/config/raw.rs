@@ -1,0 +1,183 @@
+//! The hunt file as written: serde structs that refuse unknown fields, before any check.
+//!
+//! Every integer is an `i64` (what TOML holds), so that a negative or huge value reaches
+//! validation and gets its range in the error, not serde's "expected u32".
+
+use serde::Deserialize;
+
+/// Raw `hunt.toml`, as written by the user.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHunt {
+    pub(super) hunt: RawHuntSection,
+    pub(super) build: Option<RawBuild>,
+    #[serde(default)]
+    pub(super) hosts: Vec<RawHost>,
+    pub(super) workload: Option<RawWorkloadRef>,
+    pub(super) classify: Option<RawClassify>,
+    pub(super) test: Option<RawTest>,
+    #[serde(default)]
+    pub(super) report: RawReport,
+}
+
+/// `[test]`: a command run in a checkout of each candidate (a local command hunt).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTest {
+    pub(super) command: String,
+    pub(super) timeout_s: Option<i64>,
+    pub(super) jobs: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReport {
+    pub(super) web_link: Option<String>,
+    pub(super) bisected_by: Option<String>,
+    pub(super) reported_by: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHuntSection {
+    pub(super) name: String,
+    pub(super) repo: String,
+    pub(super) good: OneOrMany,
+    pub(super) bad: String,
+    pub(super) state_dir: Option<String>,
+    #[serde(default)]
+    pub(super) paths: Vec<String>,
+    #[serde(default)]
+    pub(super) first_parent: bool,
+}
+
+/// `good = "v1"` or `good = ["v1", "v2"]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBuild {
+    pub(super) config: String,
+    pub(super) cache_dir: Option<String>,
+    pub(super) jobs: Option<i64>,
+    #[serde(default = "default_ccache")]
+    pub(super) ccache: String,
+    #[serde(default)]
+    pub(super) make_args: Vec<String>,
+    pub(super) timeout_s: Option<i64>,
+}
+
+pub(super) fn default_ccache() -> String {
+    "auto".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHost {
+    pub(super) name: Option<String>,
+    pub(super) kind: String,
+    pub(super) memory_mb: Option<i64>,
+    pub(super) cpus: Option<i64>,
+    pub(super) accel: Option<String>,
+    pub(super) boot_timeout_s: Option<i64>,
+    pub(super) scratch_mb: Option<i64>,
+    pub(super) extra_cmdline: Option<String>,
+    // kind = "ssh"
+    pub(super) address: Option<String>,
+    pub(super) identity_file: Option<String>,
+    pub(super) known_hosts: Option<String>,
+    pub(super) insecure_ignore_host_key: Option<bool>,
+    pub(super) keepalive_s: Option<i64>,
+    pub(super) connect_timeout_s: Option<i64>,
+    pub(super) command_timeout_s: Option<i64>,
+    pub(super) install: Option<String>,
+    pub(super) kexec_cmdline: Option<String>,
+    pub(super) grub_entry: Option<String>,
+    pub(super) install_commands: Option<Vec<String>>,
+    pub(super) reboot_command: Option<String>,
+    pub(super) power_cycle: Option<String>,
+    pub(super) console: Option<String>,
+    pub(super) agent_port: Option<i64>,
+    pub(super) agent_url: Option<String>,
+    pub(super) remote_dir: Option<String>,
+}
+
+impl RawHost {
+    /// Names of the fields that only `kind = "ssh"` reads, that are set.
+    pub(super) fn ssh_fields_set(&self) -> Vec<&'static str> {
+        let set = [
+            ("address", self.address.is_some()),
+            ("identity_file", self.identity_file.is_some()),
+            ("known_hosts", self.known_hosts.is_some()),
+            (
+                "insecure_ignore_host_key",
+                self.insecure_ignore_host_key.is_some(),
+            ),
+            ("keepalive_s", self.keepalive_s.is_some()),
+            ("connect_timeout_s", self.connect_timeout_s.is_some()),
+            ("command_timeout_s", self.command_timeout_s.is_some()),
+            ("install", self.install.is_some()),
+            ("kexec_cmdline", self.kexec_cmdline.is_some()),
+            ("grub_entry", self.grub_entry.is_some()),
+            ("install_commands", self.install_commands.is_some()),
+            ("reboot_command", self.reboot_command.is_some()),
+            ("power_cycle", self.power_cycle.is_some()),
+            ("console", self.console.is_some()),
+            ("agent_port", self.agent_port.is_some()),
+            ("agent_url", self.agent_url.is_some()),
+            ("remote_dir", self.remote_dir.is_some()),
+        ];
+        set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
+    }
+
+    /// Names of the fields that only `kind = "qemu"` reads, that are set.
+    pub(super) fn qemu_fields_set(&self) -> Vec<&'static str> {
+        let set = [
+            ("memory_mb", self.memory_mb.is_some()),
+            ("cpus", self.cpus.is_some()),
+            ("accel", self.accel.is_some()),
+            ("scratch_mb", self.scratch_mb.is_some()),
+            ("extra_cmdline", self.extra_cmdline.is_some()),
+        ];
+        set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkloadRef {
+    pub(super) file: String,
+    pub(super) metric: String,
+    #[serde(default = "default_direction")]
+    pub(super) direction: String,
+    pub(super) timeout_s: Option<i64>,
+}
+
+pub(super) fn default_direction() -> String {
+    "lower-is-better".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawClassify {
+    /// Refused with a pointer to what replaced it (baselines are now sequential).
+    pub(super) baseline_boots: Option<toml::Value>,
+    pub(super) mode: Option<String>,
+    pub(super) relative: Option<f64>,
+    pub(super) threshold: Option<f64>,
+    pub(super) min_boots: Option<i64>,
+    pub(super) max_boots: Option<i64>,
+    pub(super) min_effect: Option<f64>,
+    pub(super) max_failed_boots: Option<i64>,
+    pub(super) alpha: Option<f64>,
+    pub(super) beta: Option<f64>,
+    pub(super) confidence: Option<f64>,
+    pub(super) drift_check_every: Option<i64>,
+    pub(super) confirm_pairs: Option<i64>,
+    pub(super) refine_boots: Option<i64>,
+}

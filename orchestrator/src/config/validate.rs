@@ -1,0 +1,493 @@
+//! From raw structs to validated types: every check and every default, once, table by table.
+
+use super::bounds::{self, Bound};
+use super::expand::{expand, non_directory_ancestor};
+use super::hosts::hosts;
+use super::raw::{
+    OneOrMany, RawBuild, RawClassify, RawHunt, RawHuntSection, RawTest, RawWorkloadRef,
+};
+use super::read::{self, snippet};
+use super::*;
+use crate::error::ConfigError;
+use firstbad_wire::Workload;
+use std::path::{Path, PathBuf};
+
+/// Validates hunt-file text of either kind.
+pub(super) fn hunt_file(path: &Path, text: &str) -> Result<HuntFile, ConfigError> {
+    read::check_text(path, text)?;
+    let raw: RawHunt = toml::from_str(text).map_err(|e| read::syntax(path, text, &e))?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let base = std::fs::canonicalize(&base).unwrap_or(base);
+    let v = Validator { path, base: &base };
+    // TOML's `\u0000` puts a NUL in a string that no command line, path or name can carry
+    // (issue 19, finding 7: in test.command it stopped the hunt as an infrastructure failure).
+    let table: toml::Table = toml::from_str(text).map_err(|e| read::syntax(path, text, &e))?;
+    if let Some(field) = read::nul_in_strings(&table) {
+        return Err(v.field(
+            &field,
+            "holds a NUL byte (\\u0000), which no command, path or name can carry: remove it",
+        ));
+    }
+
+    let range = range(&v, raw.hunt)?;
+    let report = report(&v, raw.report)?;
+    if let Some(test) = raw.test {
+        // A command hunt has no kernel to build or boot: a kernel table beside [test] is a
+        // mistake (which of the two tests was meant?), not something to ignore.
+        let kernel_tables = [
+            ("build", raw.build.is_some()),
+            ("hosts", !raw.hosts.is_empty()),
+            ("workload", raw.workload.is_some()),
+            ("classify", raw.classify.is_some()),
+        ];
+        if let Some((table, _)) = kernel_tables.iter().find(|(_, present)| *present) {
+            return Err(v.field(
+                table,
+                "a hunt with [test] runs a command and boots no kernel: remove this table, \
+                 or remove [test] to bisect with kernel builds and boots",
+            ));
+        }
+        let test = test_table(&v, test)?;
+        return Ok(HuntFile::Local(Box::new(LocalConfig {
+            source: path.to_owned(),
+            name: range.name,
+            repo: range.repo,
+            goods: range.goods,
+            bad: range.bad,
+            paths: range.paths,
+            first_parent: range.first_parent,
+            state_dir: range.state_dir,
+            test,
+            report,
+        })));
+    }
+    let missing = |table: &str| {
+        v.field(
+            table,
+            "missing: a kernel hunt needs [build], [[hosts]] and [workload]; a hunt that \
+             runs a command in a checkout of each candidate needs [test] instead",
+        )
+    };
+    let raw_build = raw.build.ok_or_else(|| missing("build"))?;
+    let raw_workload = raw.workload.ok_or_else(|| missing("workload"))?;
+    let build = build(&v, raw_build)?;
+    let hosts = hosts(&v, raw.hosts)?;
+    let workload = workload(&v, raw_workload)?;
+    let classify = classify(&v, raw.classify.unwrap_or_default())?;
+    Ok(HuntFile::Kernel(Box::new(HuntConfig {
+        source: path.to_owned(),
+        name: range.name,
+        repo: range.repo,
+        goods: range.goods,
+        bad: range.bad,
+        paths: range.paths,
+        first_parent: range.first_parent,
+        state_dir: range.state_dir,
+        build,
+        hosts,
+        workload,
+        classify,
+        report,
+    })))
+}
+
+/// The `[hunt]` table, shared by both kinds of hunt.
+struct Range {
+    name: String,
+    repo: PathBuf,
+    goods: Vec<String>,
+    bad: String,
+    paths: Vec<String>,
+    first_parent: bool,
+    state_dir: PathBuf,
+}
+
+fn range(v: &Validator, hunt: RawHuntSection) -> Result<Range, ConfigError> {
+    let name = hunt.name.trim().to_owned();
+    // "." and ".." would put the default state directory beside or above the others.
+    if name.is_empty()
+        || name.chars().all(|c| c == '.')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(v.field(
+            "hunt.name",
+            format!(
+                "{} must be non-empty and use only letters, digits, '-', '_', '.'",
+                snippet(&name)
+            ),
+        ));
+    }
+    let repo = v.path("hunt.repo", &hunt.repo)?;
+    let goods = match hunt.good {
+        OneOrMany::One(g) => vec![g],
+        OneOrMany::Many(gs) => gs,
+    };
+    if goods.is_empty() {
+        return Err(v.field(
+            "hunt.good",
+            "is an empty list: give at least one good revision",
+        ));
+    }
+    let mut revs: Vec<(String, &String)> = goods
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (format!("hunt.good[{i}]"), g))
+        .collect();
+    revs.push(("hunt.bad".into(), &hunt.bad));
+    for (field, rev) in revs {
+        if rev.trim().is_empty() {
+            return Err(v.field(&field, "is empty: give a revision (commit, tag, branch)"));
+        }
+    }
+    for (i, p) in hunt.paths.iter().enumerate() {
+        let why = if p.trim().is_empty() || p.trim() == "." {
+            Some("is empty: give a path from the top of the tree, such as \"mm/\"")
+        } else if p.contains(['*', '?', '[']) || p.starts_with(':') {
+            Some("wildcards and pathspec magic are not supported: list literal paths such as \"fs/ext4/\"")
+        } else if p.starts_with('/') || p.split('/').any(|c| c == "..") {
+            Some("must be relative to the top of the tree, such as \"fs/ext4/\"")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(v.field(&format!("hunt.paths[{i}]"), format!("{} {why}", snippet(p))));
+        }
+    }
+    let state_dir = match &hunt.state_dir {
+        Some(s) => v.path("hunt.state_dir", s)?,
+        None => v.base.join("firstbad-state").join(&name),
+    };
+    // Issue 19, finding 7: a state_dir that is a file failed later, naming neither.
+    v.directory("hunt.state_dir", &state_dir, hunt.state_dir.is_none())?;
+    Ok(Range {
+        name,
+        repo,
+        goods,
+        bad: hunt.bad,
+        paths: hunt.paths,
+        first_parent: hunt.first_parent,
+        state_dir,
+    })
+}
+
+fn report(v: &Validator, raw: super::raw::RawReport) -> Result<ReportConfig, ConfigError> {
+    if let Some(link) = &raw.web_link {
+        if !link.contains("{commit}") {
+            return Err(v.field(
+                "report.web_link",
+                format!(
+                    "{} has no {{commit}}: e.g. \"https://git.kernel.org/torvalds/c/{{commit}}\"",
+                    snippet(link)
+                ),
+            ));
+        }
+    }
+    Ok(ReportConfig {
+        web_link: raw.web_link,
+        bisected_by: raw.bisected_by,
+        reported_by: raw.reported_by,
+    })
+}
+
+fn test_table(v: &Validator, test: RawTest) -> Result<TestConfig, ConfigError> {
+    if test.command.trim().is_empty() {
+        return Err(v.field(
+            "test.command",
+            "is empty: give a shell command, e.g. \"make -s check\"",
+        ));
+    }
+    Ok(TestConfig {
+        command: test.command,
+        // An hour by default: a test suite that runs longer is rarely what one bisects with.
+        timeout_s: v.int(&bounds::TEST_TIMEOUT_S, None, test.timeout_s)?,
+        jobs: v.int(&bounds::TEST_JOBS, None, test.jobs)?,
+    })
+}
+
+fn build(v: &Validator, raw: RawBuild) -> Result<BuildConfig, ConfigError> {
+    let kernel_config = v.path("build.config", &raw.config)?;
+    if !kernel_config.is_file() {
+        return Err(v.field(
+            "build.config",
+            format!(
+                "{} does not exist: point it at a kernel .config (configs/kernel/ has one)",
+                snippet(&kernel_config.display().to_string())
+            ),
+        ));
+    }
+    let cache_dir = match &raw.cache_dir {
+        Some(s) => v.path("build.cache_dir", s)?,
+        None => default_cache_dir().join("builds"),
+    };
+    v.directory("build.cache_dir", &cache_dir, raw.cache_dir.is_none())?;
+    let ccache = match raw.ccache.as_str() {
+        "auto" => Ccache::Auto,
+        "on" | "true" => Ccache::On,
+        "off" | "false" => Ccache::Off,
+        other => {
+            return Err(v.field(
+                "build.ccache",
+                format!("{} is not one of \"auto\", \"on\", \"off\"", snippet(other)),
+            ))
+        }
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = raw.jobs.or(Some(cpus.min(4096) as i64));
+    Ok(BuildConfig {
+        kernel_config,
+        cache_dir,
+        jobs: v.int(&bounds::BUILD_JOBS, None, jobs)?,
+        ccache,
+        make_args: raw.make_args,
+        // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
+        timeout_s: v.int(&bounds::BUILD_TIMEOUT_S, None, raw.timeout_s)?,
+    })
+}
+
+fn workload(v: &Validator, raw: RawWorkloadRef) -> Result<WorkloadConfig, ConfigError> {
+    let wl_path = v.path("workload.file", &raw.file)?;
+    let workload = load_workload(&wl_path).map_err(|m| {
+        v.field(
+            "workload.file",
+            format!("{}: {m}", snippet(&wl_path.display().to_string())),
+        )
+    })?;
+    let metric = raw.metric;
+    // fio and command workloads name their metrics after the job file or script, so they
+    // can only be checked once a run has reported.
+    let known: Option<&[&str]> = match &workload {
+        Workload::FsyncLatency(_) => Some(FSYNC_LATENCY_METRICS),
+        Workload::Sequential(_) => Some(firstbad_wire::SEQUENTIAL_METRICS),
+        Workload::Threads(_) => Some(firstbad_wire::THREADS_METRICS),
+        Workload::Fio(_) | Workload::Command(_) => None,
+    };
+    if let Some(known) = known.filter(|k| !k.contains(&metric.as_str())) {
+        return Err(v.field(
+            "workload.metric",
+            format!(
+                "{} is not reported by {} workloads; use one of {}",
+                snippet(&metric),
+                workload.kind(),
+                known.join(", ")
+            ),
+        ));
+    }
+    let direction = match raw.direction.as_str() {
+        "lower-is-better" => Direction::LowerIsBetter,
+        "higher-is-better" => Direction::HigherIsBetter,
+        other => {
+            return Err(v.field(
+                "workload.direction",
+                format!(
+                    "{} is not \"lower-is-better\" or \"higher-is-better\"",
+                    snippet(other)
+                ),
+            ))
+        }
+    };
+    Ok(WorkloadConfig {
+        file: wl_path,
+        workload,
+        metric,
+        direction,
+        timeout_s: v.int(&bounds::WORKLOAD_TIMEOUT_S, None, raw.timeout_s)?,
+    })
+}
+
+/// Raw workload file: a `kind` and that kind's parameters; the error says what is wrong
+/// inside it, for the caller to put after the file's name.
+fn load_workload(path: &Path) -> Result<Workload, String> {
+    let inner = |e: ConfigError| match e {
+        ConfigError::Read { source, .. } => format!("cannot read: {source}"),
+        ConfigError::Syntax { message, .. } => message,
+        ConfigError::Field { field, message, .. } => format!("{field}: {message}"),
+    };
+    let text = read::text_file(path).map_err(inner)?;
+    let value: toml::Value =
+        toml::from_str(&text).map_err(|e| inner(read::syntax(path, &text, &e)))?;
+    // The TOML maps one to one onto the wire type, which refuses unknown fields.
+    let json = serde_json::to_value(&value).map_err(|e| e.to_string())?;
+    serde_json::from_value(json).map_err(|e| {
+        format!(
+            "{} (known kinds: fsync-latency, sequential, threads, fio, command; see workloads/)",
+            read::short_unknown_field(&e.to_string())
+        )
+    })
+}
+
+fn classify(v: &Validator, c: RawClassify) -> Result<ClassifyConfig, ConfigError> {
+    if c.baseline_boots.is_some() {
+        return Err(v.field(
+            "classify.baseline_boots",
+            "is no longer used: the endpoints are now booted, interleaved, until the \
+             regression is confirmed or refuted (8, 16, 32 or 64 boots each); remove it",
+        ));
+    }
+    let mode = match (c.mode.as_deref().unwrap_or("baselines"), c.relative, c.threshold) {
+        ("baselines", None, None) => ClassifyMode::Baselines,
+        ("relative", Some(r), None) => {
+            ClassifyMode::Relative(v.float(&bounds::CLASSIFY_RELATIVE, Some(r))?)
+        }
+        ("relative", None, None) => {
+            return Err(v.field(
+                "classify.relative",
+                "mode \"relative\" needs relative = a share above 0 (0.2 means bad when 20% worse than good)",
+            ))
+        }
+        ("absolute", None, Some(t)) => {
+            ClassifyMode::Absolute(v.float(&bounds::CLASSIFY_THRESHOLD, Some(t))?)
+        }
+        ("absolute", None, None) => {
+            return Err(v.field(
+                "classify.threshold",
+                "mode \"absolute\" needs threshold = a positive value of the metric (e.g. 500.0 for fsync p99 in ms)",
+            ))
+        }
+        (m @ ("baselines" | "relative" | "absolute"), _, _) => {
+            let (field, fits) = if c.relative.is_some() && m != "relative" {
+                ("classify.relative", "relative")
+            } else {
+                ("classify.threshold", "absolute")
+            };
+            return Err(v.field(
+                field,
+                format!("belongs to mode = \"{fits}\", not mode = \"{m}\": remove it or change classify.mode"),
+            ));
+        }
+        (other, _, _) => {
+            return Err(v.field(
+                "classify.mode",
+                format!(
+                    "{} is not a mode: use \"baselines\", \"relative\" or \"absolute\"",
+                    snippet(other)
+                ),
+            ))
+        }
+    };
+    let classify = ClassifyConfig {
+        mode,
+        // One boot may decide when it is clear enough: the sequential test's error rates
+        // already account for how much one boot proves.
+        min_boots: v.int(&bounds::CLASSIFY_MIN_BOOTS, None, c.min_boots)?,
+        // At Δ/σ = 1 the sequential test needs ~10-15 boots on average; in `firstbad sim` a
+        // cap of 16 left 40% of hunts with undecided commits next to the culprit, 30 12%.
+        // A clear regression decides in one boot, so the cap only costs on noisy ones.
+        max_boots: v.int(&bounds::CLASSIFY_MAX_BOOTS, None, c.max_boots)?,
+        min_effect: v.float(&bounds::CLASSIFY_MIN_EFFECT, c.min_effect)?,
+        max_failed_boots: v.int(&bounds::CLASSIFY_MAX_FAILED_BOOTS, None, c.max_failed_boots)?,
+        // Issue 4's defaults: 1% error each way per commit, 95% on the culprit.
+        alpha: v.float(&bounds::CLASSIFY_ALPHA, c.alpha)?,
+        beta: v.float(&bounds::CLASSIFY_BETA, c.beta)?,
+        confidence: v.float(&bounds::CLASSIFY_CONFIDENCE, c.confidence)?,
+        // `firstbad sim`: a host slowing 1σ per 100 boots defeats an unchecked hunt; one
+        // good boot every 4 verdicts costs ~10% more boots at Δ/σ = 1.
+        drift_check_every: v.int(
+            &bounds::CLASSIFY_DRIFT_CHECK_EVERY,
+            None,
+            c.drift_check_every,
+        )?,
+        confirm_pairs: v.int(&bounds::CLASSIFY_CONFIRM_PAIRS, None, c.confirm_pairs)?,
+        // `firstbad sim`, Δ/σ = 1: 74% right at N = 64 without the posterior phase, 85%
+        // with 60 boots in all; 60 per bit (docs/simulation.md) ends on the confidence,
+        // not the budget, in 99% of the hunts at N = 64 and 1024.
+        refine_boots: v.int(&bounds::CLASSIFY_REFINE_BOOTS, None, c.refine_boots)?,
+    };
+    if classify.min_boots > classify.max_boots {
+        return Err(v.field(
+            "classify.min_boots",
+            format!(
+                "{} is more than classify.max_boots ({}): a verdict could never be given",
+                classify.min_boots, classify.max_boots
+            ),
+        ));
+    }
+    Ok(classify)
+}
+
+/// Where errors point and relative paths start: the hunt file and its directory.
+pub(super) struct Validator<'a> {
+    pub(super) path: &'a Path,
+    pub(super) base: &'a Path,
+}
+
+impl Validator<'_> {
+    /// An error about `field`, its message made one short line.
+    pub(super) fn field(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Field {
+            path: self.path.to_owned(),
+            field: read::one_line(field, 80),
+            message: read::one_line(&message.into(), 240),
+        }
+    }
+
+    /// A path field, expanded and made absolute against the hunt file's directory.
+    pub(super) fn path(&self, field: &str, raw: &str) -> Result<PathBuf, ConfigError> {
+        let expanded = expand(raw).map_err(|m| self.field(field, m))?;
+        let p = PathBuf::from(expanded);
+        Ok(if p.is_absolute() {
+            p
+        } else {
+            self.base.join(p)
+        })
+    }
+
+    /// Refuses a directory field whose path, or a parent of it, exists and is not a directory.
+    pub(super) fn directory(
+        &self,
+        field: &str,
+        dir: &Path,
+        default: bool,
+    ) -> Result<(), ConfigError> {
+        let Some(blocker) = non_directory_ancestor(dir) else {
+            return Ok(());
+        };
+        let shown = snippet(&blocker.display().to_string());
+        let what = if blocker == dir {
+            format!("{shown} exists and is not a directory")
+        } else {
+            format!(
+                "{shown} is not a directory, so {} cannot be made in it",
+                snippet(&dir.display().to_string())
+            )
+        };
+        let fix = if default {
+            format!("(the default): set {field} to a directory, or move {shown} away")
+        } else {
+            format!("remove or move {shown}, or set {field} to a directory")
+        };
+        Err(self.field(field, format!("{what} {fix}")))
+    }
+
+    /// An integer field checked against its bound; `host` numbers a `hosts[]` field.
+    pub(super) fn int<T: TryFrom<i64>>(
+        &self,
+        b: &Bound,
+        host: Option<usize>,
+        raw: Option<i64>,
+    ) -> Result<T, ConfigError> {
+        let field = match host {
+            Some(i) => b.field.replace("hosts[]", &format!("hosts[{i}]")),
+            None => b.field.to_owned(),
+        };
+        let x = match (raw, b.default) {
+            (Some(x), _) | (None, bounds::Default::Int(x)) => x,
+            (None, _) => return Err(self.field(&field, "is missing: give a number")),
+        };
+        let x = b.int(x).map_err(|m| self.field(&field, m))?;
+        T::try_from(x).map_err(|_| self.field(&field, format!("{x} does not fit")))
+    }
+
+    /// A float field checked against its bound (finite, inside the range).
+    pub(super) fn float(&self, b: &Bound, raw: Option<f64>) -> Result<f64, ConfigError> {
+        let x = match (raw, b.default) {
+            (Some(x), _) | (None, bounds::Default::Float(x)) => x,
+            (None, _) => return Err(self.field(b.field, "is missing: give a number")),
+        };
+        b.float(x).map_err(|m| self.field(b.field, m))
+    }
+}

@@ -1,0 +1,110 @@
+//! Bad hunt files through the real `firstbad` binary: exit code 2 (bad input, nothing run)
+//! and one short line on stderr, however bad the file (issue 19, finding 7).
+
+mod common;
+use common::git_ok;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A repository of four commits, the first tagged good and the last bad: a hunt that passed
+/// validation would run its command on the ones between.
+fn repo(dir: &Path) {
+    let r = dir.join("repo");
+    std::fs::create_dir(&r).unwrap();
+    git_ok(&r, &["init", "-q", "-b", "main"]);
+    for name in ["good", "m1", "m2", "bad"] {
+        std::fs::write(r.join("f"), name).unwrap();
+        git_ok(&r, &["add", "f"]);
+        git_ok(&r, &["commit", "-q", "-m", name]);
+        git_ok(&r, &["tag", name]);
+    }
+}
+
+/// A command hunt on [`repo`] with these `[test]` lines.
+fn hunt_file(dir: &Path, test: &str) -> PathBuf {
+    repo(dir);
+    let p = dir.join("hunt.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[hunt]\nname = \"h\"\nrepo = \"repo\"\ngood = \"good\"\nbad = \"bad\"\n\n[test]\n{test}\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// `firstbad run <hunt>`: its exit code and stderr, checked to be one short line naming the
+/// file.
+fn run_bad(hunt: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(["run", &hunt.display().to_string()])
+        .env("FIRSTBAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("firstbad runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.len() < 300 && err.lines().count() == 1 && err.contains(&hunt.display().to_string()),
+        "{} bytes on stderr: {}",
+        err.len(),
+        err.chars().take(400).collect::<String>()
+    );
+    (out.status.code(), err)
+}
+
+// issue 19, finding 7: the timeout overflowed `Instant + Duration` and the binary panicked,
+// saying "rerun to resume", which panicked again.
+#[test]
+fn a_test_timeout_of_i64_max_exits_2_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(
+        dir.path(),
+        "command = \"true\"\ntimeout_s = 9223372036854775807",
+    );
+    let (code, err) = run_bad(&hunt);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("test.timeout_s") && err.contains("1..=604800"),
+        "{err}"
+    );
+}
+
+// issue 19, finding 7: a NUL in test.command failed at spawn, mid-hunt, with exit code 5.
+#[test]
+fn a_nul_in_the_test_command_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "command = \"true\\u0000\"");
+    let (code, err) = run_bad(&hunt);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("test.command") && err.contains("NUL"), "{err}");
+}
+
+// issue 19, finding 7: a 10 MB one-line garbage file wrote 20 MB to stderr.
+#[test]
+fn a_10_mb_garbage_hunt_file_gets_one_line_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = dir.path().join("hunt.toml");
+    std::fs::write(&hunt, "garbage ".repeat(10 << 17)).unwrap();
+    let (code, err) = run_bad(&hunt);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+// issue 19, finding 7: a state_dir that is a file gave a message naming neither it nor the
+// field.
+#[test]
+fn a_state_dir_that_is_a_file_exits_2_naming_it_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "command = \"true\"");
+    std::fs::write(dir.path().join("state"), "a file\n").unwrap();
+    let text = std::fs::read_to_string(&hunt)
+        .unwrap()
+        .replace("bad = \"bad\"\n", "bad = \"bad\"\nstate_dir = \"state\"\n");
+    std::fs::write(&hunt, text).unwrap();
+    let (code, err) = run_bad(&hunt);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("hunt.state_dir") && err.contains("state\" exists and is not a directory"),
+        "{err}"
+    );
+}
