@@ -346,6 +346,30 @@ pub struct Entry {
     pub event: Event,
 }
 
+/// Where a hunt's events go before they are acted on: the SQLite [`Journal`] for real hunts,
+/// memory for the simulator's.
+pub trait Recorder {
+    /// Appends an event; when this returns, the event is kept.
+    fn record(&self, event: &Event) -> Result<(), JournalError>;
+}
+
+impl Recorder for Journal {
+    fn record(&self, event: &Event) -> Result<(), JournalError> {
+        self.append(event).map(|_| ())
+    }
+}
+
+/// Events kept in memory, in order (the simulator's journal).
+#[derive(Debug, Default)]
+pub struct MemoryJournal(pub std::cell::RefCell<Vec<Event>>);
+
+impl Recorder for MemoryJournal {
+    fn record(&self, event: &Event) -> Result<(), JournalError> {
+        self.0.borrow_mut().push(event.clone());
+        Ok(())
+    }
+}
+
 /// An open journal.
 pub struct Journal {
     conn: Connection,

@@ -89,6 +89,20 @@ pub async fn boot_and_measure(
             })
         }
     };
+    // The agent speaks the wire types of one protocol version: another one's results cannot
+    // be read as ours (issue 18: documented as checked, and it was not).
+    let protocol = session.identity().protocol;
+    if protocol != firstbad_wire::PROTOCOL_VERSION {
+        session.shutdown().await;
+        return Err(HostError::Agent {
+            host: host.name().to_owned(),
+            why: format!(
+                "its agent speaks protocol {protocol}, this firstbad {}: rebuild the agent \
+                 (scripts/build-agent) or firstbad from the same source",
+                firstbad_wire::PROTOCOL_VERSION
+            ),
+        });
+    }
     let r = session
         .run(&workload.workload, Duration::from_secs(workload.timeout_s))
         .await;

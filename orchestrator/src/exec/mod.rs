@@ -15,7 +15,7 @@ use crate::hosts::HostError;
 use crate::hunt::driver::{Decision, Driver, Work};
 use crate::hunt::prelude::record;
 use crate::hunt::{short, HuntError, HuntState};
-use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal};
+use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Recorder};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -89,10 +89,10 @@ pub struct Paths {
 }
 
 /// Runs the hunt with `driver` until it ends or stops; `state` is the journal's fold so far.
-pub async fn drive<B: Builder, H: TestHost>(
+pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
     driver: &mut Driver,
     state: &mut HuntState,
-    journal: &Journal,
+    journal: &R,
     builder: &B,
     hosts: &[Arc<H>],
     paths: &Paths,

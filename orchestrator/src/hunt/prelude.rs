@@ -4,7 +4,7 @@
 
 use super::{short, HuntError, HuntState};
 use crate::history::{History, RangeOptions};
-use crate::journal::{Event, HuntIdentity, Journal, RangeInfo, Verdict};
+use crate::journal::{Event, HuntIdentity, Journal, RangeInfo, Recorder, Verdict};
 use crate::search::{Bisection, Dag};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -189,8 +189,12 @@ pub fn begin_or_resume(
 }
 
 /// Journals an event and applies it: the one way a hunt records what it decided or did.
-pub fn record(journal: &Journal, state: &mut HuntState, event: Event) -> Result<(), HuntError> {
-    journal.append(&event)?;
+pub fn record(
+    journal: &impl Recorder,
+    state: &mut HuntState,
+    event: Event,
+) -> Result<(), HuntError> {
+    journal.record(&event)?;
     state.apply(&event);
     Ok(())
 }

@@ -36,14 +36,12 @@
 //!   same. Endpoints first (no difference: no culprit); each commit is compared with the good
 //!   endpoint's boots, extended to the same count.
 
+mod run;
+
 use crate::config::Direction;
-use crate::posterior::{
-    class_probability, commit_evidence, dag_posterior, dag_posterior_with_host, level,
-    refine_budget, refine_step, rest, Candidate, Posterior, RefineRule, RefineStep, Standing,
-};
+use crate::posterior::{Posterior, Standing};
 use crate::sequential::{
-    self, assess_baselines, decide, BaselineOutcome, Call, HostFailures, Model, SequentialConfig,
-    Timeline,
+    assess_baselines, decide, BaselineOutcome, Call, HostFailures, Model, SequentialConfig,
 };
 use crate::stats::{ks_2samp, mann_whitney_u, mean};
 use rand::rngs::StdRng;
@@ -283,6 +281,26 @@ impl World {
         }
     }
 
+    /// The world, leaving an empty one in its place (while a simulated host holds it).
+    fn take(&mut self) -> World {
+        let empty = World {
+            n: 0,
+            culprits: Vec::new(),
+            shape: self.shape,
+            d: 0.0,
+            noise: self.noise,
+            rng: StdRng::seed_from_u64(0),
+            boots: 0,
+            builds: 0,
+            built: Vec::new(),
+            step_at: 0,
+            phase: 0,
+            by_phase: [0; PHASES.len()],
+            verdicts: [0; 2],
+        };
+        std::mem::replace(self, empty)
+    }
+
     fn level(&self, i: usize) -> f64 {
         match self.shape {
             Shape::NoCulprit => 0.0,
@@ -404,195 +422,6 @@ fn baselines(w: &mut World, cfg: &SequentialConfig) -> Option<(Model, f64, HostF
             }
             BaselineOutcome::Refuted(_) => return None,
         }
-    }
-}
-
-/// `firstbad run`'s strategy on a linear history (see [`Strategy::FirstbadRun`]), with the
-/// hunt's defaults: max_boots 30, max_failed_boots 2, drift check every 4 verdicts, a posterior
-/// phase of [`crate::posterior::refine_step`]s with 60 boots per bit of the range, 3 pairs.
-fn firstbad_run(w: &mut World) -> Outcome {
-    let cfg = SequentialConfig {
-        min_effect: 0.02,
-        max_boots: 30,
-        ..SequentialConfig::default()
-    };
-    const MAX_FAILED: usize = 2;
-    const DRIFT_EVERY: usize = 4;
-    const PAIRS: usize = 3;
-    const REFINE_BOOTS: usize = 60;
-    const CONFIDENCE: f64 = 0.95;
-    let n = w.n;
-    let Some((model, origin, baseline_host)) = baselines(w, &cfg) else {
-        return NOTHING;
-    };
-    w.phase = 1;
-    // Values of world commits 0..=n gathered after the baselines, with their boot times (the
-    // hunt leaves the bad endpoint's baseline boots out of the evidence too), and failed boots
-    // per commit.
-    let mut values: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n + 1];
-    let plain = |v: &[(f64, f64)]| v.iter().map(|b| b.0).collect::<Vec<f64>>();
-    let mut failures = vec![0usize; n + 1];
-    let boot = |w: &mut World,
-                values: &mut Vec<Vec<(f64, f64)>>,
-                failures: &mut Vec<usize>,
-                i: usize| match w.boot(i) {
-        Some(v) => values[i].push((v, w.boots as f64)),
-        None => failures[i] += 1,
-    };
-    let (mut lo, mut hi) = (0usize, n);
-    let mut skipped = vec![false; n + 1];
-    let mut verdicts = 0usize;
-    while hi - lo > 1 {
-        // git bisect on a line: the untested commit nearest the middle, around skipped ones.
-        let mid = (lo + hi) / 2;
-        let Some(m) = (0..hi - lo)
-            .flat_map(|d| [mid.wrapping_sub(d), mid + d])
-            .find(|&i| i > lo && i < hi && !skipped[i])
-        else {
-            break; // only skipped commits left: the posterior phase below sorts them out
-        };
-        let call = loop {
-            let (call, _) = sequential::classify(&model, &plain(&values[m]), &cfg);
-            if call != Call::NeedMore {
-                break call;
-            }
-            // As the hunt: every failure of the commit counts (all of them in this loop), against
-            // the endpoints' failure rate so far.
-            let host = HostFailures {
-                failed: baseline_host.failed + failures[0] + failures[n],
-                boots: baseline_host.boots
-                    + failures[0]
-                    + failures[n]
-                    + values[0].len()
-                    + values[n].len(),
-            };
-            if failures[m] >= sequential::failures_allowed(MAX_FAILED, values[m].len(), host) {
-                break Call::Undecided;
-            }
-            boot(w, &mut values, &mut failures, m);
-        };
-        let truth = w.level(m);
-        if matches!(call, Call::Good | Call::Bad) && (truth == 0.0 || truth == 1.0) {
-            w.verdicts[0] += 1;
-            w.verdicts[1] += usize::from((call == Call::Bad) != (truth == 1.0));
-        }
-        match call {
-            Call::Bad => hi = m,
-            Call::Good => lo = m,
-            _ => skipped[m] = true,
-        }
-        verdicts += 1;
-        if verdicts.is_multiple_of(DRIFT_EVERY) {
-            boot(w, &mut values, &mut failures, 0);
-            if sequential::drift(&model, origin, &values[0]).is_some_and(|d| d.drifted) {
-                return NOTHING; // the hunt pauses for a person
-            }
-        }
-    }
-    // Hypothesis h (world commit h + 1) makes tested commit t bad when h + 1 <= t. Rows are
-    // kept: at N = 16384 rebuilding them every boot dominated the run time.
-    let mut rows: Vec<Option<Vec<bool>>> = vec![None; n + 1];
-    let mut gather = |values: &[Vec<(f64, f64)>]| {
-        let line = Timeline::new(&model, origin, &values[0]);
-        let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
-        for (t, v) in values.iter().enumerate().skip(1) {
-            if let Some(e) = commit_evidence(&model, &line, v) {
-                tested.push(t - 1);
-                under.push(
-                    rows[t]
-                        .get_or_insert_with(|| (0..n).map(|h| h < t).collect())
-                        .clone(),
-                );
-                evidence.push(e);
-            }
-        }
-        let reference = commit_evidence(&model, &line, &values[0]);
-        (tested, under, evidence, reference, line)
-    };
-    // The posterior phase, as the hunt's `refine`: the same pure step on the same evidence.
-    let rule = RefineRule {
-        confidence: CONFIDENCE,
-        budget: refine_budget(REFINE_BOOTS, n),
-        split: true,
-        n_baseline: model.n_baseline,
-    };
-    let (mut spent, mut last_drift_check) = (0, 0);
-    w.phase = 2;
-    let c = loop {
-        // As the hunt: the good endpoint re-measured every few boots of this phase.
-        if sequential::refine_drift_due(spent, last_drift_check, DRIFT_EVERY) {
-            last_drift_check = spent;
-            boot(w, &mut values, &mut failures, 0);
-            spent += 1;
-            if sequential::drift(&model, origin, &values[0]).is_some_and(|d| d.drifted) {
-                return NOTHING; // the hunt pauses for a person
-            }
-        }
-        let (tested, under, evidence, reference, line) = gather(&values);
-        let (p, _) = dag_posterior(n, &under, &evidence, reference.as_ref());
-        // On a line, P(commit h + 1 bad) is the mass of the hypotheses at or before h.
-        let prefix: Vec<f64> = p
-            .iter()
-            .scan(0.0, |acc, x| {
-                *acc += x;
-                Some(*acc)
-            })
-            .collect();
-        let candidate = |h: usize| Candidate {
-            usable: !values[h + 1].is_empty() || failures[h + 1] < MAX_FAILED,
-            built: w.built[h + 1],
-            boots: values[h + 1]
-                .iter()
-                .filter(|b| line.admit(&model, b.0, b.1).is_some())
-                .count(),
-        };
-        match refine_step(&p, &tested, &under, spent, &rule, candidate, |h| prefix[h]) {
-            // A class without a tested member is, on a line, the last one (the bad endpoint's
-            // baseline boots are not evidence): the hunt, listing hypotheses newest first,
-            // names its newest member, the bad endpoint.
-            RefineStep::Stop { answer, .. } if !tested.contains(&answer) => break n,
-            RefineStep::Stop { answer, .. } => break answer + 1,
-            RefineStep::Boot(h) => {
-                boot(w, &mut values, &mut failures, h + 1);
-                spent += 1;
-            }
-        }
-    };
-    // The final re-test: culprit and parent in interleaved pairs.
-    w.phase = 3;
-    let p = c - 1;
-    let (c0, p0) = (values[c].len(), values[p].len());
-    for _ in 0..PAIRS * MAX_ATTEMPTS {
-        if values[c].len() - c0 >= PAIRS && values[p].len() - p0 >= PAIRS {
-            break;
-        }
-        let first = if w.rng.gen::<bool>() { [c, p] } else { [p, c] };
-        for i in first {
-            let before = if i == c { c0 } else { p0 };
-            if values[i].len() - before < PAIRS {
-                boot(w, &mut values, &mut failures, i);
-            }
-        }
-    }
-    let (_, under, evidence, reference, line) = gather(&values);
-    // An unconfirmed culprit is still printed (with exit code 4 and its low confidence), so it
-    // counts as named here; its stated confidence is what calibration checks.
-    let (post, _, host) = dag_posterior_with_host(n, &under, &evidence, reference.as_ref());
-    let confidence = class_probability(&under, &post, c - 1);
-    // As the confirmation: where the parent and the culprit sit between good and bad.
-    let at = |i: usize| commit_evidence(&model, &line, &values[i]).and_then(|e| level(&e, &host));
-    let floor = model.share_of(cfg.min_effect);
-    let partial = match (at(p), at(c)) {
-        (Some(parent), Some(culprit)) => {
-            let r = rest(&parent, &culprit, floor);
-            Some(r.after || r.before)
-        }
-        _ => None,
-    };
-    Outcome {
-        culprit: Some(c),
-        confidence: Some(confidence),
-        partial,
     }
 }
 
@@ -804,7 +633,7 @@ pub fn run_one(strategy: Strategy, cell: &Cell, seed: u64) -> (Outcome, World) {
     let o = match strategy {
         Strategy::Firstbad => firstbad(&mut w, false),
         Strategy::FirstbadGreedy => firstbad(&mut w, true),
-        Strategy::FirstbadRun => firstbad_run(&mut w),
+        Strategy::FirstbadRun => run::firstbad_run(&mut w),
         Strategy::GitBisect(k) => git_bisect(&mut w, k as usize),
         Strategy::Majority(k) => majority(&mut w, k as usize),
         Strategy::LkpGap(k) => lkp_gap(&mut w, k as usize),

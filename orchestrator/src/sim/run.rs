@@ -1,0 +1,217 @@
+//! `firstbad run` in the simulator: the product's own driver and executor
+//! ([`crate::hunt::driver`], [`crate::exec::drive`]) on a simulated builder and a simulated
+//! host that boots the world's commits, with the hunt file's defaults. There is no hunt loop
+//! here: every figure of `firstbad-run` is what the product decides.
+
+use super::{Outcome, World, NOTHING, PHASES};
+use crate::build::BuildError;
+use crate::config::{ClassifyConfig, ClassifyMode, Direction};
+use crate::exec::{self, BootJob, Builder, Paths, Task, TestHost};
+use crate::hosts::HostError;
+use crate::hunt::driver::{Driver, Plan, Slot};
+use crate::hunt::judge::Settings;
+use crate::hunt::HuntState;
+use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, MemoryJournal, Verdict};
+use crate::search::{Dag, Node};
+use rand::Rng;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The hunt file's `[classify]` defaults (README, `configs/demo.toml`), as a user runs them.
+pub fn defaults() -> ClassifyConfig {
+    ClassifyConfig {
+        mode: ClassifyMode::Baselines,
+        min_boots: 1,
+        max_boots: 30,
+        min_effect: 0.05,
+        max_failed_boots: 2,
+        alpha: 0.01,
+        beta: 0.01,
+        confidence: 0.95,
+        drift_check_every: 4,
+        confirm_pairs: 3,
+        refine_boots: 60,
+    }
+}
+
+/// World commit `i` as a commit id.
+fn id(i: usize) -> String {
+    format!("{i:040x}")
+}
+
+fn index(id: &str) -> usize {
+    usize::from_str_radix(id, 16).expect("the simulator's ids are hex")
+}
+
+/// Builds every commit at once (the world counts the build at its first boot).
+struct SimBuilder;
+
+impl Builder for SimBuilder {
+    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>> {
+        let release = commit[..12].to_owned();
+        Box::pin(async move {
+            Ok(BuildOutcome::Built {
+                kernel_release: release,
+                image: PathBuf::new(),
+                log: PathBuf::new(),
+                seconds: 0.0,
+            })
+        })
+    }
+}
+
+/// Boots the world's commits. One host: the order of results is the order of boots, and no
+/// clock is needed.
+struct SimHost(Arc<Mutex<World>>);
+
+impl TestHost for SimHost {
+    fn name(&self) -> &str {
+        "sim"
+    }
+
+    fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+        Box::pin(async move {
+            let v = self
+                .0
+                .lock()
+                .expect("a boot does not panic")
+                .boot(index(&job.commit));
+            Ok(match v {
+                Some(value) => BootOutcome::Measured {
+                    kernel_release: job.release,
+                    boot_id: String::new(),
+                    value,
+                    result: firstbad_wire::WorkloadResult {
+                        kind: "sim".into(),
+                        series: Default::default(),
+                        metrics: Default::default(),
+                        duration_s: 0.0,
+                        system: None,
+                        vmstat: Vec::new(),
+                    },
+                    console: PathBuf::new(),
+                    boot_seconds: 0.0,
+                },
+                None => BootOutcome::Failed {
+                    reason: "simulated boot failure".into(),
+                    console: PathBuf::new(),
+                },
+            })
+        })
+    }
+}
+
+/// The world's line as a candidate DAG: world commits `1..=n` (node 0 is `n`, the bad one).
+fn line(n: usize) -> Dag {
+    let nodes = (1..=n)
+        .rev()
+        .enumerate()
+        .map(|(k, i)| Node {
+            id: id(i),
+            parents: if i > 1 { vec![k + 1] } else { vec![] },
+            commit_time: i as i64,
+        })
+        .collect();
+    Dag::new(nodes).expect("a line is a DAG")
+}
+
+/// `firstbad run` on the world's history, one simulated host, the hunt file's defaults.
+pub fn firstbad_run(w: &mut World) -> Outcome {
+    let n = w.n;
+    let seed = w.rng.gen::<u64>();
+    let plan = Plan {
+        dag: line(n),
+        good: id(0),
+        bad: id(n),
+        goods: vec![id(0)],
+        settings: Settings {
+            classify: defaults(),
+            direction: Direction::LowerIsBetter,
+            metric: "fsync_latency_p50_ms".into(),
+            split: true,
+        },
+        hosts: vec![Slot {
+            name: "sim".into(),
+            capacity: 1,
+        }],
+        build_ahead: false,
+        seed,
+        first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
+    };
+    let mut driver = Driver::new(plan).expect("a line is a valid range");
+    let world = Arc::new(Mutex::new(w.take()));
+    let host = Arc::new(SimHost(Arc::clone(&world)));
+    let journal = MemoryJournal::default();
+    let mut state = HuntState::default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime");
+    let end =
+        tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+            rt.block_on(exec::drive(
+                &mut driver,
+                &mut state,
+                &journal,
+                &SimBuilder,
+                &[host],
+                &Paths {
+                    consoles: PathBuf::new(),
+                },
+            ))
+        });
+    *w = Arc::try_unwrap(world)
+        .ok()
+        .expect("the hunt has ended")
+        .into_inner()
+        .expect("no boot panicked");
+    account(w, &journal.0.borrow());
+    match end {
+        Ok(HuntEnd::Found { commit }) => {
+            let summary = state.confirmation.as_ref().map(|c| c.summary.as_str());
+            Outcome {
+                culprit: Some(index(&commit)),
+                confidence: state.confirmation.as_ref().and_then(|c| c.confidence),
+                // Where the parent and the culprit sit was said, and whether it sends the
+                // user on another hunt.
+                partial: summary
+                    .filter(|s| s.contains("of the way from good to bad"))
+                    .map(|s| s.contains("hunt again with")),
+            }
+        }
+        // Not reproduced, only skipped commits left, or stopped for a person (drift).
+        _ => NOTHING,
+    }
+}
+
+/// The world's boots by phase, and its bisection's wrong verdicts, from the journal: boots
+/// started before the baselines were confirmed are the baselines', then the bisection's until
+/// its last verdict, the posterior phase's until the re-test began, the re-test's after.
+fn account(w: &mut World, events: &[Event]) {
+    let last_verdict = events
+        .iter()
+        .rposition(|e| matches!(e, Event::Verdict { .. }));
+    let mut phase = 0;
+    w.by_phase = [0; PHASES.len()];
+    w.verdicts = [0; 2];
+    for (k, e) in events.iter().enumerate() {
+        match e {
+            Event::BaselinesConfirmed { .. } => phase = 1,
+            Event::ConfirmStarted { .. } => phase = 3,
+            Event::BootFinished { .. } => w.by_phase[phase] += 1,
+            Event::Verdict {
+                commit, verdict, ..
+            } => {
+                let truth = w.level(index(commit));
+                if *verdict != Verdict::Skip && (truth == 0.0 || truth == 1.0) {
+                    w.verdicts[0] += 1;
+                    w.verdicts[1] += usize::from((*verdict == Verdict::Bad) != (truth == 1.0));
+                }
+            }
+            _ => {}
+        }
+        if Some(k) == last_verdict && phase == 1 {
+            phase = 2;
+        }
+    }
+}
