@@ -695,6 +695,62 @@ fn try_good_with_host(extra: &str) -> (Option<i32>, String, String, tempfile::Te
 }
 
 /// The part of `firstbad try`'s output after `boot: `, as JSON.
+/// Issue 18, item 7: on a terminal, each running build and boot has a live status line with
+/// its elapsed time and phase, below the log lines; read back from tmux's screen.
+#[test]
+fn a_terminal_shows_a_live_status_line_for_the_running_boot() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let session = format!("firstbad-e2e-{}", std::process::id());
+    let command = format!(
+        "FIRSTBAD_AGENT={} {} try {} demo-good; sleep 600",
+        agent().display(),
+        env!("CARGO_BIN_EXE_firstbad"),
+        hunt.display()
+    );
+    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().expect("tmux runs");
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "160",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut screen = String::new();
+    let mut seen = None;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &session]).stdout)
+            .into_owned();
+        // `⠋ boot{commit=... boot=1 host=...} 4s booting`
+        seen = screen
+            .lines()
+            .find(|l| {
+                l.contains("boot{commit=")
+                    && (l.contains("booting") || l.contains("running the workload"))
+                    && l.split_whitespace().any(|w| {
+                        w.ends_with('s') && w[..w.len() - 1].chars().all(|c| c.is_ascii_digit())
+                    })
+            })
+            .map(str::to_owned);
+        if seen.is_some() || screen.contains("\"kind\"") {
+            break;
+        }
+    }
+    tmux(&["kill-session", "-t", &session]);
+    assert!(
+        seen.is_some(),
+        "no status line for the running boot on:\n{screen}"
+    );
+}
+
 fn boot_json(stdout: &str) -> serde_json::Value {
     let at = stdout.find("boot: ").expect("try printed a boot") + "boot: ".len();
     serde_json::from_str(&stdout[at..]).expect("boot JSON")

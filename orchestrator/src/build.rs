@@ -138,6 +138,11 @@ impl Builder {
         })
     }
 
+    /// Where the build of `commit` writes its log (make's output), while it runs and after.
+    pub fn log_path(&self, commit: &str) -> PathBuf {
+        self.artifact_dir(commit).join("build.log")
+    }
+
     /// Builds `commit` (full hex id), or returns the cached kernel.
     pub fn build(&self, commit: &str) -> Result<BuildOutcome, BuildError> {
         if let Some(hit) = self.cached(commit) {
@@ -149,7 +154,7 @@ impl Builder {
         std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
         let out = self.artifact_dir(commit);
         std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
-        let log_path = out.join("build.log");
+        let log_path = self.log_path(commit);
         let mut log = std::fs::File::create(&log_path)
             .map_err(io(format!("creating {}", log_path.display())))?;
         writeln!(log, "# firstbad build of {commit} (key {})", self.key).ok();

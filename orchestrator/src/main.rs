@@ -137,15 +137,7 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FIRSTBAD_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    init_logging();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -154,6 +146,39 @@ fn main() -> ExitCode {
             ExitCode::from(exit_code::ERROR)
         }
     }
+}
+
+/// Log lines on stderr (`FIRSTBAD_LOG` filters, default `info`). On a terminal, every running
+/// build and boot also has a live status line (elapsed time, make's progress, the boot's
+/// phase) below the log; plain lines otherwise, for files and CI.
+fn init_logging() {
+    use tracing_subscriber::prelude::*;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FIRSTBAD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if !terminal {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(false)
+            .with_env_filter(filter)
+            .init();
+        return;
+    }
+    let style = tracing_indicatif::style::ProgressStyle::with_template(
+        "{spinner} {span_name}{{{span_fields}}} {elapsed} {wide_msg}",
+    )
+    .expect("a valid template");
+    let bars = tracing_indicatif::IndicatifLayer::new().with_progress_style(style);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(bars.get_stderr_writer())
+                .with_target(false),
+        )
+        .with(bars)
+        .init();
 }
 
 fn load_file(path: &Path) -> Result<HuntFile, u8> {

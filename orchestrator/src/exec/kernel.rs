@@ -15,12 +15,50 @@ pub struct KernelBuilder(pub Arc<crate::build::Builder>);
 impl super::Builder for KernelBuilder {
     fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>> {
         let (b, c) = (Arc::clone(&self.0), commit.to_owned());
+        let log = self.0.log_path(commit);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || b.build(&c))
-                .await
-                .expect("a build does not panic")
+            let build = tokio::task::spawn_blocking(move || b.build(&c));
+            tokio::pin!(build);
+            // Make's progress, read back from its log, on the build's status line.
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    done = &mut build => return done.expect("a build does not panic"),
+                    _ = tick.tick() => {
+                        if let Some(progress) = make_progress(&log) {
+                            status(&progress);
+                        }
+                    }
+                }
+            }
         })
     }
+}
+
+/// Sets the running step's status line (the span's message on a terminal).
+pub fn status(message: &str) {
+    use tracing_indicatif::span_ext::IndicatifSpanExt;
+    tracing::Span::current().pb_set_message(message);
+}
+
+/// How far a kernel build is, from its log: the targets make has reported (`CC`, `LD`, `AR`,
+/// ...) and the last of them, e.g. `412 targets, CC fs/ext4/fsync.o`.
+pub fn make_progress(log: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let is_target = |l: &&str| {
+        let mut w = l.split_whitespace();
+        matches!(
+            w.next(),
+            Some("CC" | "LD" | "AR" | "AS" | "CC [M]" | "HOSTCC" | "GEN" | "OBJCOPY" | "BUILD")
+        ) && w.next().is_some()
+    };
+    let targets: Vec<&str> = text.lines().filter(is_target).collect();
+    let last = targets
+        .last()?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(format!("{} targets, {last}", targets.len()))
 }
 
 /// A qemu or ssh host running the hunt's workload.
@@ -66,6 +104,7 @@ impl super::TestHost for KernelHost {
                 tokio::time::sleep(self.delay).await;
             }
             let mut host = self.host.lock().await;
+            status("booting");
             boot_and_measure(&mut host, &job, &self.workload).await
         })
     }
@@ -103,6 +142,11 @@ pub async fn boot_and_measure(
             ),
         });
     }
+    status(&format!(
+        "{} up in {:.0} s; running the workload",
+        identity_release(&session),
+        session.boot_seconds()
+    ));
     let r = session
         .run(&workload.workload, Duration::from_secs(workload.timeout_s))
         .await;
@@ -128,4 +172,8 @@ pub async fn boot_and_measure(
             },
         },
     })
+}
+
+fn identity_release(session: &crate::hosts::Session) -> String {
+    session.identity().kernel_release.clone()
 }

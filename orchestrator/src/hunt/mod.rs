@@ -260,15 +260,16 @@ pub async fn run_with(
     let paths = crate::exec::Paths {
         consoles: cfg.state_dir.join("consoles"),
     };
-    let span = tracing::info_span!("hunt", name = %cfg.name);
-    let _enter = span.enter();
-    let end = crate::exec::drive(
-        &mut driver,
-        &mut state,
-        &journal,
-        &KernelBuilder(Arc::new(builder)),
-        &hosts,
-        &paths,
+    let end = tracing::Instrument::instrument(
+        crate::exec::drive(
+            &mut driver,
+            &mut state,
+            &journal,
+            &KernelBuilder(Arc::new(builder)),
+            &hosts,
+            &paths,
+        ),
+        tracing::info_span!("hunt", name = %cfg.name),
     )
     .await?;
     Ok(Outcome {
@@ -420,12 +421,11 @@ pub async fn try_revision(
         .resolve(rev)
         .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
     let (builder, mut hosts) = prepare(cfg, &[]).await?;
-    let built = {
-        let c = commit.clone();
-        tokio::task::spawn_blocking(move || builder.build(&c))
-            .await
-            .expect("a build does not panic")?
-    };
+    let built = tracing::Instrument::instrument(
+        crate::exec::Builder::build(&KernelBuilder(Arc::new(builder)), &commit),
+        tracing::info_span!("build", commit = short(&commit)),
+    )
+    .await?;
     let BuildOutcome::Built {
         kernel_release,
         image,
@@ -444,7 +444,12 @@ pub async fn try_revision(
         release: kernel_release.clone(),
         console: dir.join(format!("{}-boot1.log", short(&commit))),
     };
-    let boot = crate::exec::kernel::boot_and_measure(&mut hosts[0], &job, &cfg.workload).await?;
+    let host = hosts[0].name().to_owned();
+    let boot = tracing::Instrument::instrument(
+        crate::exec::kernel::boot_and_measure(&mut hosts[0], &job, &cfg.workload),
+        tracing::info_span!("boot", commit = short(&commit), boot = 1, host = %host),
+    )
+    .await?;
     Ok((built, Some(boot)))
 }
 
