@@ -8,8 +8,9 @@
 //! differ).
 //!
 //! # Likelihood
-//! A boot far beyond both centres is left out ([`Model::admit`]); a commit's evidence is the
-//! mean of its `k` admitted boots. Under hypothesis `h` the commits before `h` share the good centre and
+//! A boot far beyond both centres is left out
+//! ([`Model::admit`](crate::sequential::Model::admit)); a commit's evidence is the mean of its
+//! `k` admitted boots. Under hypothesis `h` the commits before `h` share the good centre and
 //! the others the bad centre, and those centres are known only to σ/√n from the baselines. The
 //! likelihood integrates that uncertainty out exactly (a Gaussian with a shared error per side,
 //! inverted with Sherman-Morrison), so a commit the search has classified good sharpens the good

@@ -1,10 +1,10 @@
 //! Reports of a hunt: Markdown for a person, an e-mail for LKML or bugzilla, JSON for CI
 //! systems, a self-contained HTML page with SVG plots, and the live `status` view.
 //!
-//! Everything is derived from the journal ([`HuntState`]) plus commit metadata, so a report
-//! can be made at any time, also while the hunt runs. [`Report::build`] computes the one
-//! data model ([`Report`]) that the e-mail, JSON and HTML renderers share; the JSON form
-//! is that model serialised (schema: `docs/report-schema.md`).
+//! Everything is derived from the journal ([`HuntState`](crate::hunt::HuntState)) plus commit
+//! metadata, so a report can be made at any time, also while the hunt runs. [`Report::build`]
+//! computes the one data model ([`Report`]) that the e-mail, JSON and HTML renderers share;
+//! the JSON form is that model serialised (schema: `docs/report-schema.md`).
 //!
 //! Files: `model.rs` holds the data model and its building from the journal, with
 //! `confidence.rs` (how sure the answer is) and `regression.rs` (how the endpoints differ);
