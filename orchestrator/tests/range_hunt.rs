@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use firstbad::config::HuntConfig;
 use firstbad::history::{CommitInfo, History, RangeOptions};
 use firstbad::hunt::{self, HuntError, HuntState};
-use firstbad::journal::{Event, HuntIdentity, Journal, RangeInfo, Verdict};
+use firstbad::journal::{Entry, Event, HuntIdentity, Journal, RangeInfo, Verdict};
 use firstbad::report::{self, Commits};
 use firstbad::search::{Bisection, Next};
 
@@ -183,4 +183,102 @@ fn the_bisect_log_of_a_range_with_options_replays_in_git() {
         "{git_log}"
     );
     git(dir, &["bisect", "reset"]);
+}
+
+/// Issue 18, item 6: `firstbad status` on a path-limited hunt counts the range the hunt
+/// bisects (the commits that touch the paths, as `git bisect start -- <paths>` and the hunt's
+/// own [`Bisection`] count them), not every commit of good..bad.
+#[test]
+fn status_counts_the_remaining_range_of_a_path_limited_hunt_as_git_does() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let r = dir.join("repo");
+    std::fs::create_dir(&r).expect("mkdir");
+    repo(&r);
+    let cfg = HuntConfig::load(&hunt_file(dir, "\"main~20\"", "paths = [\"mm/\"]"))
+        .expect("valid hunt file");
+    let id = |rev: &str| git(&r, &["rev-parse", rev]);
+    let (bad, good) = (id("main"), id("main~20"));
+    let paths = vec!["mm/".to_owned()];
+
+    // The hunt's own bisection of the range, after its first commit was found good.
+    let opts = RangeOptions {
+        paths: paths.clone(),
+        first_parent: false,
+    };
+    let range = History::open(&r)
+        .expect("open")
+        .range(&bad, &[&good], &opts)
+        .expect("range");
+    let mut b = Bisection::new(&range.dag, &bad, std::slice::from_ref(&good)).expect("start");
+    let Next::Test(first) = b.next() else {
+        panic!("something to test")
+    };
+    b.mark(&first, Verdict::Good).expect("mark");
+
+    // The journal of that hunt, as `firstbad run` writes it.
+    let identity = HuntIdentity {
+        good: good.clone(),
+        bad: bad.clone(),
+        fingerprint: "f".into(),
+        meaning: Default::default(),
+    };
+    let entries: Vec<Entry> = [
+        Event::HuntStarted { candidates: 6 },
+        Event::Range(RangeInfo {
+            goods: vec![good.clone()],
+            paths: paths.clone(),
+            first_parent: false,
+            notes: vec![],
+        }),
+        Event::Verdict {
+            commit: first.clone(),
+            verdict: Verdict::Good,
+            reason: "measured".into(),
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, event)| Entry {
+        seq: i as i64 + 1,
+        at_ms: 1_000 * i as i64,
+        event,
+    })
+    .collect();
+    let s = report::status::render(&cfg, &identity, &entries, 10_000);
+
+    // git: the commits left that touch mm/ (bad, c23, does not), and its step estimate.
+    let left: usize = git(
+        &r,
+        &[
+            "rev-list",
+            "--count",
+            &bad,
+            &format!("^{good}"),
+            &format!("^{first}"),
+            "--",
+            "mm/",
+        ],
+    )
+    .parse()
+    .expect("a count");
+    git(&r, &["bisect", "start", &bad, &good, "--", "mm/"]);
+    let said = common::git_ok(&r, &["bisect", "good", &first]);
+    git(&r, &["bisect", "reset"]);
+    let steps = said
+        .split("(roughly ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or_else(|| panic!("git bisect says how many steps: {said}"));
+    assert!(
+        left < 20 - 1,
+        "the paths must narrow the range for this test to mean anything"
+    );
+    assert_eq!(b.remaining(), left, "the hunt's bisection agrees with git");
+    assert!(
+        s.contains(&format!(
+            "remaining range: {left} candidate(s), ~{steps} step(s)"
+        )),
+        "git: {left} left, roughly {steps} steps ({said:?}); status:\n{s}"
+    );
 }

@@ -461,6 +461,34 @@ fn markdown_and_bisect_log_still_name_the_culprit() {
     );
 }
 
+/// Issue 18, item 6: the Markdown report says whether the culprit was confirmed and with
+/// what posterior probability, as the e-mail, JSON and HTML reports do; an unconfirmed
+/// culprit must not read like a sure one.
+#[test]
+fn markdown_says_whether_the_culprit_was_confirmed_and_how_probable_it_is() {
+    let f = fixture();
+    let (_, commits, id, mut state) = build_report(&f);
+    let md = report::markdown(&f.cfg.name, &f.cfg.workload.metric, &id, &state, &commits);
+    assert!(
+        md.contains("confirmation: **confirmed**") && md.contains("posterior probability 99.1%"),
+        "{md}"
+    );
+    assert!(!md.to_lowercase().contains("not confirmed"), "{md}");
+    // The same hunt whose final re-test did not bear the culprit out.
+    let c = state.confirmation.as_mut().expect("the fixture confirms");
+    c.confirmed = false;
+    c.confidence = Some(0.62);
+    c.summary = "re-test against its parent in 3 interleaved pairs: not ordered".into();
+    let md = report::markdown(&f.cfg.name, &f.cfg.workload.metric, &id, &state, &commits);
+    assert!(md.to_lowercase().contains("not confirmed"), "{md}");
+    assert!(md.contains("posterior probability 62.0%"), "{md}");
+    assert!(md.contains("not ordered"), "the re-test's figures: {md}");
+    // A journal from before the final re-test existed says so.
+    state.confirmation = None;
+    let md = report::markdown(&f.cfg.name, &f.cfg.workload.metric, &id, &state, &commits);
+    assert!(md.contains("confirmation: not run"), "{md}");
+}
+
 #[test]
 fn status_of_a_finished_hunt_and_of_one_in_flight() {
     let f = fixture();

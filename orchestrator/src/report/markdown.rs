@@ -97,6 +97,29 @@ fn values_cell(state: &HuntState, commit: &str) -> (String, String, String) {
     (v, med, f)
 }
 
+/// Whether the final re-test bore the culprit `commit` out, with its posterior probability,
+/// as list items: a reader of the Markdown must not take an unconfirmed answer for a sure one.
+fn confirmation_lines(state: &HuntState, commit: &str) -> String {
+    let Some(c) = state.confirmation.as_ref().filter(|c| c.commit == commit) else {
+        return "- confirmation: not run (the journal has no final re-test of the culprit)\n"
+            .to_owned();
+    };
+    let verdict = if c.confirmed {
+        "**confirmed** by the final re-test against its parent"
+    } else {
+        "**NOT confirmed**: the final re-test against its parent did not bear it out"
+    };
+    // As the hunt writes it in the summary: one decimal (99.1%).
+    let probability = match c.confidence {
+        Some(p) => format!("posterior probability {:.1}%", p * 100.0),
+        None => "no posterior probability (absolute-threshold mode has no model)".to_owned(),
+    };
+    format!(
+        "- confirmation: {verdict}; {probability}\n- evidence: {}\n",
+        c.summary
+    )
+}
+
 /// The Markdown report.
 pub fn markdown(
     name: &str,
@@ -118,9 +141,10 @@ pub fn markdown(
                     let _ = writeln!(out, "- date: {}", c.date);
                 }
                 None => {
-                    let _ = writeln!(out, "    {commit}");
+                    let _ = writeln!(out, "    {commit}\n");
                 }
             }
+            out.push_str(&confirmation_lines(state, commit));
         }
         Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
             let _ = writeln!(

@@ -3,7 +3,7 @@
 //! and expected, the remaining range and an estimate of the time left.
 
 use crate::config::HuntConfig;
-use crate::history::History;
+use crate::history::{History, RangeOptions};
 use crate::hunt::{short, HuntState};
 use crate::journal::{BuildOutcome, Entry, Event, HuntEnd, HuntIdentity};
 use crate::search::Bisection;
@@ -96,13 +96,25 @@ pub fn estimate_left(
     Some(rounds * per_round + baseline_rounds * boot)
 }
 
-/// Remaining candidates and steps, from the repository and the verdicts so far.
+/// Remaining candidates and steps, from the repository and the verdicts so far, over the
+/// range the hunt bisects: the journal's goods, `paths` and `first_parent` when it recorded
+/// them ([`HuntState::range`]), else the identity's good alone. (Reading the range as
+/// `good..bad` counted every commit of a path-limited hunt, not the ones it tests.)
 fn remaining(cfg: &HuntConfig, id: &HuntIdentity, state: &HuntState) -> Option<(usize, u32)> {
     let history = History::open(&cfg.repo).ok()?;
-    let dag = history
-        .load_range(&id.bad, std::slice::from_ref(&id.good))
-        .ok()?;
-    let mut b = Bisection::new(&dag, &id.bad, std::slice::from_ref(&id.good)).ok()?;
+    let (goods, options) = match &state.range {
+        Some(r) => (
+            r.goods.clone(),
+            RangeOptions {
+                paths: r.paths.clone(),
+                first_parent: r.first_parent,
+            },
+        ),
+        None => (vec![id.good.clone()], RangeOptions::default()),
+    };
+    let range = history.range(&id.bad, &goods, &options).ok()?;
+    let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
+    let mut b = Bisection::new(&range.dag, &range.bad.id, &goods).ok()?;
     for (c, v, _) in &state.verdicts {
         b.mark(c, *v).ok()?;
     }

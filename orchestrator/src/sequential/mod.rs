@@ -20,6 +20,16 @@
 //!    ([`crate::posterior`]) consumes instead of a hard verdict.
 //! 3. **Without a bad baseline**: [`Model::relative`] ("bad when 20% slower than good") needs
 //!    only good boots; [`AbsoluteTest`] ("bad when p99 > 500 ms") counts boots past a threshold.
+//! 4. **The host over time** (`drift.rs`): [`Timeline`] admits boots on a host that drifts
+//!    steadily, and [`drift`] checks the good endpoint's re-measurements for a move the trend
+//!    does not explain.
+
+mod drift;
+
+pub use drift::{
+    drift, refine_drift_due, Drift, Timeline, DRIFT_MIN_SHIFT, DRIFT_WINDOW, DRIFT_Z,
+    REFINE_DRIFT_BOOTS_PER_VERDICT, TREND_PRIOR, TREND_UNIT,
+};
 
 use crate::config::{ClassifyConfig, Direction};
 use crate::stats::{mad, mann_whitney_u, median, normal_quantile, t_logpdf};
@@ -397,177 +407,6 @@ pub fn failures_allowed(max_failed: usize, values: usize, host: HostFailures) ->
     first + (values as f64 * per_value / per_failure + 1e-9).floor() as usize
 }
 
-/// Re-measurements of the good endpoint looked at together by the drift check: the last 4, so
-/// that a slow drift is seen within a few checks and an old re-measurement does not mask it.
-pub const DRIFT_WINDOW: usize = 4;
-
-/// z-score past which the good endpoint has moved (two-sided p ≈ 0.001 per check: over the
-/// handful of checks of a hunt, a false alarm about once in a few hundred hunts).
-pub const DRIFT_Z: f64 = 3.29;
-
-/// Smallest move of the good endpoint that counts as drift, as a share of the effect: below a
-/// quarter of the way to bad no verdict is at risk.
-pub const DRIFT_MIN_SHIFT: f64 = 0.25;
-
-/// Boots of the posterior phase per drift check, for each verdict between checks in the
-/// bisection (`drift_check_every`): a verdict there takes 1-10 boots, so 4 boots per verdict
-/// keeps the good endpoint re-measured about as often. Without it the phase, which may spend
-/// hundreds of boots, ran blind: under a 1σ-per-100-boots drift `firstbad sim` saw it claim
-/// 84% for answers right 2.5% of the time.
-pub const REFINE_DRIFT_BOOTS_PER_VERDICT: usize = 4;
-
-/// Whether the posterior phase, having spent `spent` boots and last checked for drift at
-/// `last`, checks again now (`every`: verdicts between checks in the bisection; 0 = never).
-pub fn refine_drift_due(spent: usize, last: usize, every: usize) -> bool {
-    every > 0 && spent >= last + every * REFINE_DRIFT_BOOTS_PER_VERDICT
-}
-
-/// Boots per unit of the trend's time axis: a host's drift is stated in σ per 100 boots.
-pub const TREND_UNIT: f64 = 100.0;
-
-/// Prior precision of a host's linear drift, in (σ per [`TREND_UNIT`] boots)⁻²: a host that
-/// slows by 1σ every 100 boots is one prior standard deviation out, 3σ per 100 boots is far
-/// out. Over the few hundred boots of a hunt the boots themselves soon outweigh it.
-pub const TREND_PRIOR: f64 = 1.0;
-
-/// Where a hunt's boots stand in time, for admitting them ([`Model::admit`]) on a host that
-/// drifts: the mean boot time of the baselines, where the model's centres stand, and the trend
-/// the good endpoint's re-measurements show ([`Timeline::new`]). A boot is admitted when it
-/// lies within 4σ of the centres moved by that trend, so a host slowing steadily does not turn
-/// its later boots into "outliers".
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Timeline {
-    /// Mean boot time of the baseline boots.
-    pub origin: f64,
-    /// The host's trend, σ per [`TREND_UNIT`] boots.
-    pub trend: f64,
-}
-
-impl Timeline {
-    /// The trend from the good endpoint's re-measurements (raw value, boot time) against the
-    /// good centre at `origin`: Σ τr / (λ + Σ τ²), shrunk towards none while they are few
-    /// (λ = [`TREND_PRIOR`]). Only the admission window uses it: the posterior estimates the
-    /// trend from every boot.
-    pub fn new(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Timeline {
-        let flat = Timeline { origin, trend: 0.0 };
-        let (mut tr, mut tt) = (0.0, TREND_PRIOR);
-        for &(v, t) in remeasured {
-            if let Some(y) = flat.admit(model, v, t) {
-                let tau = flat.tau(t);
-                tr += tau * (y - model.good) / model.sigma;
-                tt += tau * tau;
-            }
-        }
-        Timeline {
-            origin,
-            trend: tr / tt,
-        }
-    }
-
-    /// Boot time `t` in [`TREND_UNIT`]s from the origin.
-    pub fn tau(&self, t: f64) -> f64 {
-        (t - self.origin) / TREND_UNIT
-    }
-
-    /// The boot's value on the oriented log scale when [`Model::admit`] admits it after the
-    /// trend is taken out; the value itself is returned as measured.
-    pub fn admit(&self, model: &Model, value: f64, t: f64) -> Option<f64> {
-        let y = oriented(value, model.direction);
-        let moved = self.trend * self.tau(t) * model.sigma;
-        let lo = model.good.min(model.bad) - 4.0 * model.sigma + moved;
-        let hi = model.good.max(model.bad) + 4.0 * model.sigma + moved;
-        (lo..=hi).contains(&y).then_some(y)
-    }
-}
-
-/// What the drift check saw.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Drift {
-    /// Where the recent good boots sit, less the trend the earlier ones showed: 0 = the
-    /// baselines' good centre, 1 = the bad centre.
-    pub shift: f64,
-    /// The move in standard errors (boot noise, the baselines' own uncertainty and the
-    /// trend's).
-    pub z: f64,
-    /// The trend the earlier re-measurements showed, in σ per [`TREND_UNIT`] boots.
-    pub trend: f64,
-    /// Whether it is drift: |z| ≥ [`DRIFT_Z`] and |shift| ≥ [`DRIFT_MIN_SHIFT`].
-    pub drifted: bool,
-}
-
-/// Checks the good endpoint's re-measurements (raw value, boot time; oldest first, baselines
-/// excluded) against the model, whose centres stand at boot time `origin`: the mean of the last
-/// [`DRIFT_WINDOW`] admitted ones, as a z-test against where the earlier ones put the good
-/// endpoint by now, a linear trend from the baselines' centre (prior [`TREND_PRIOR`]).
-///
-/// A slow, steady drift is not a reason to stop: the culprit's posterior
-/// ([`crate::posterior::dag_posterior`]) follows a linear trend of the host from every boot.
-/// What stops the hunt is a move the trend does not explain: a step (a firmware update,
-/// another job on the host), or a drift that speeds up.
-///
-/// A re-measurement far beyond both centres is an outlier boot and left out, unless the last
-/// [`DRIFT_WINDOW`] all are, on the same side: that is the host, not a stray boot (four in a
-/// row at a 5% outlier rate: about once in 160 000), and it is drift whatever the trend.
-pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Drift> {
-    let last = &remeasured[remeasured.len().saturating_sub(DRIFT_WINDOW)..];
-    let side = |v: f64| {
-        let y = oriented(v, model.direction);
-        if model.admit(v).is_some() {
-            0
-        } else if y > model.good.max(model.bad) {
-            1
-        } else {
-            -1
-        }
-    };
-    if last.len() == DRIFT_WINDOW
-        && side(last[0].0) != 0
-        && last.iter().all(|b| side(b.0) == side(last[0].0))
-    {
-        let y: Vec<f64> = last
-            .iter()
-            .map(|b| oriented(b.0, model.direction))
-            .collect();
-        let moved = median(&y) - model.good;
-        let se = model.sigma * (1.0 / DRIFT_WINDOW as f64 + 1.0 / model.n_baseline.max(1.0)).sqrt();
-        return Some(Drift {
-            shift: moved / (model.bad - model.good),
-            z: moved / se,
-            trend: 0.0,
-            drifted: true,
-        });
-    }
-    let kept: Vec<(f64, f64)> = remeasured
-        .iter()
-        .filter_map(|&(v, t)| {
-            let y = model.admit(v)?;
-            Some(((y - model.good) / model.sigma, (t - origin) / TREND_UNIT))
-        })
-        .collect();
-    let split = kept.len().saturating_sub(DRIFT_WINDOW);
-    let (earlier, recent) = kept.split_at(split);
-    if recent.is_empty() {
-        return None;
-    }
-    // The earlier re-measurements' trend through the good centre: β̂ = Σ τr / (λ + Σ τ²).
-    let precision = TREND_PRIOR + earlier.iter().map(|b| b.1 * b.1).sum::<f64>();
-    let trend = earlier.iter().map(|b| b.1 * b.0).sum::<f64>() / precision;
-    let k = recent.len() as f64;
-    let (r_bar, t_bar) = recent
-        .iter()
-        .fold((0.0, 0.0), |a, b| (a.0 + b.0 / k, a.1 + b.1 / k));
-    let moved = r_bar - trend * t_bar;
-    let se = (1.0 / k + 1.0 / model.n_baseline.max(1.0) + t_bar * t_bar / precision).sqrt();
-    let z = moved / se;
-    let shift = moved * model.sigma / (model.bad - model.good);
-    Some(Drift {
-        shift,
-        z,
-        trend,
-        drifted: z.abs() >= DRIFT_Z && shift.abs() >= DRIFT_MIN_SHIFT,
-    })
-}
-
 /// Absolute mode: "bad when the metric is worse than `threshold`" (e.g. fsync p99 > 500 ms).
 ///
 /// Each boot is past the threshold or not. A good commit is taken to cross it in at most
@@ -664,17 +503,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_posterior_phase_checks_for_drift_every_sixteen_boots_by_default() {
-        assert!(!refine_drift_due(15, 0, 4));
-        assert!(refine_drift_due(16, 0, 4));
-        assert!(!refine_drift_due(20, 16, 4));
-        assert!(
-            refine_drift_due(33, 16, 4),
-            "a pool's batch may step past the mark"
-        );
-        assert!(!refine_drift_due(1000, 0, 0), "0 turns drift checks off");
-    }
     use rand::SeedableRng;
 
     const L: Direction = Direction::LowerIsBetter;
@@ -731,7 +559,7 @@ mod tests {
     }
 
     /// Good at 35, bad at 45 (+29%), 5% noise per boot: Δ/σ ≈ 5, centres from 8 boots each.
-    fn five_sigma() -> Model {
+    pub(super) fn five_sigma() -> Model {
         Model {
             good: 35f64.ln(),
             bad: 45f64.ln(),
@@ -796,62 +624,5 @@ mod tests {
         for pair in o.chunks(2) {
             assert_ne!(pair[0], pair[1]);
         }
-    }
-
-    #[test]
-    fn drift_is_a_move_of_the_good_endpoint_that_is_both_significant_and_large() {
-        let m = five_sigma();
-        // Re-measured every 10 boots after baselines centred on boot 0.
-        let every_10 = |v: &[f64]| -> Vec<(f64, f64)> {
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| (x, 10.0 * (i + 1) as f64))
-                .collect()
-        };
-        assert!(drift(&m, 0.0, &[]).is_none());
-        // Still at 35: no drift.
-        let d = drift(&m, 0.0, &every_10(&[35.3, 34.8])).unwrap();
-        assert!(!d.drifted && d.shift.abs() < 0.1, "{d:?}");
-        // One boot half-way to bad (39.7) is not enough alone (z ≈ 2.4); three are (z ≈ 3.6).
-        let half = (35.0f64 * 45.0).sqrt();
-        let one = drift(&m, 0.0, &every_10(&[half])).unwrap();
-        assert!(!one.drifted && (one.shift - 0.5).abs() < 0.01, "{one:?}");
-        let three = drift(&m, 0.0, &every_10(&[half, half, half])).unwrap();
-        assert!(three.drifted, "{three:?}");
-        // Only the last DRIFT_WINDOW re-measurements are tested: an old drifted stretch that
-        // came back is not drift now.
-        let back = every_10(&[half, half, half, 35.0, 35.1, 34.9, 35.0]);
-        assert!(!drift(&m, 0.0, &back).unwrap().drifted);
-        // A tiny but very precise move is not drift: below a quarter of the effect.
-        let tight = Model { sigma: 0.002, ..m };
-        let small = drift(&tight, 0.0, &every_10(&[35.5, 35.5, 35.5, 35.5])).unwrap();
-        assert!(small.z > DRIFT_Z && !small.drifted, "{small:?}");
-    }
-
-    #[test]
-    fn a_steady_trend_is_followed_and_a_step_stops_the_hunt() {
-        let m = five_sigma();
-        let sigmas = |r: f64| (m.good + r * m.sigma).exp();
-        // Every 20 boots, the host 1.5σ per 100 boots slower: by the last four re-measurements
-        // good sits half-way to bad, which the baselines alone would call drift (z ≈ 4.2).
-        let trend: Vec<(f64, f64)> = (1..=10)
-            .map(|i| (sigmas(1.5 * 0.2 * i as f64), 20.0 * i as f64))
-            .collect();
-        let d = drift(&m, 0.0, &trend).unwrap();
-        assert!(!d.drifted && d.trend > 1.0, "{d:?}");
-        // Flat, then a step all the way to bad: drift.
-        let step: Vec<(f64, f64)> = (1..=10)
-            .map(|i| (if i > 6 { 45.0 } else { 35.0 }, 20.0 * i as f64))
-            .collect();
-        let d = drift(&m, 0.0, &step).unwrap();
-        assert!(d.drifted && d.trend.abs() < 0.1 && d.shift > 0.9, "{d:?}");
-        // A step so far that every boot after it lies beyond both centres (the outlier
-        // window): one such re-measurement is a stray boot, four in a row are the host.
-        let far: Vec<(f64, f64)> = (1..=10)
-            .map(|i| (if i > 6 { 70.0 } else { 35.0 }, 20.0 * i as f64))
-            .collect();
-        assert!(!drift(&m, 0.0, &far[..7]).unwrap().drifted);
-        let d = drift(&m, 0.0, &far).unwrap();
-        assert!(d.drifted && d.shift > 2.0, "{d:?}");
     }
 }

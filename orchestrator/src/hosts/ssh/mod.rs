@@ -13,16 +13,23 @@
 //! is a [`HostError::NeedsPerson`] naming the host, which pauses the hunt.
 //!
 //! Every SSH call has a deadline firstbad enforces ([`super::ssh_conn`]).
+//!
+//! This file holds the boot's steps and the session; `install.rs` puts the kernel on the
+//! machine and starts the reboot, `console.rs` captures and scans the console.
 
-use super::ssh_conn::{fill_placeholders, shell_quote, Conn, SshError};
+mod console;
+mod install;
+
+use super::ssh_conn::{shell_quote, Conn, SshError};
 use super::{BootFailure, HostError};
 use crate::agent_client::{AgentClient, AgentError};
-use crate::config::{Install, SshConfig};
+use crate::config::SshConfig;
+use console::start_console;
 use firstbad_wire::{Identity, Workload, WorkloadResult};
+use install::{upload_deadline, InstallError};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 /// A lab machine reached over SSH.
@@ -254,11 +261,11 @@ impl SshHost {
         let reboot_at = Instant::now();
         match installed {
             Ok(()) => {}
-            Err(Install_::Candidate(why)) => {
+            Err(InstallError::Candidate(why)) => {
                 drop(capture);
                 return Err(Ok(fail(why)));
             }
-            Err(Install_::Ssh(e)) => {
+            Err(InstallError::Ssh(e)) => {
                 // The network or the machine failed under an upload or a command: get the
                 // machine back, and count the boot as failed (not the candidate's verdict).
                 drop(capture);
@@ -404,152 +411,8 @@ impl SshHost {
             .map_err(|e| Err(self.needs_person(format!("{why}; after a power cycle: {e}"))))?;
         Ok((c, id.trim().to_owned()))
     }
-
-    async fn install(
-        &self,
-        conn: &Conn,
-        image: &Path,
-        remote_image: &str,
-        release: &str,
-    ) -> Result<(), Install_> {
-        let d = self.command_deadline();
-        let dir = &self.cfg.remote_dir;
-        conn.check(&format!("mkdir -p {}", shell_quote(dir)), d)
-            .await?;
-        conn.upload(image, remote_image, 0o644, upload_deadline(d, image))
-            .await?;
-        // Modules, when the build made any: a tarball of lib/modules/<release>. The old
-        // directory of that release goes first, so that no stale module of an earlier build
-        // of the same release survives; the tarball goes after it is unpacked.
-        let modules = image.with_file_name(crate::build::MODULES_TAR);
-        if modules.is_file() {
-            // The release names the directory removed below: never empty, never a path.
-            if release.is_empty() || release.contains('/') || release.starts_with('.') {
-                return Err(Install_::Candidate(format!(
-                    "kernel release {release:?} cannot name a directory under /lib/modules"
-                )));
-            }
-            let remote = format!("{dir}/modules-{release}.tar");
-            conn.upload(&modules, &remote, 0o644, upload_deadline(d, &modules))
-                .await?;
-            candidate(
-                conn.exec(
-                    &format!(
-                        "rm -rf {lib} && tar -C / -xf {tar} && rm -f {tar}",
-                        lib = shell_quote(&format!("/lib/modules/{release}")),
-                        tar = shell_quote(&remote)
-                    ),
-                    d,
-                )
-                .await?,
-                "unpacking the modules",
-            )?;
-        }
-        let initrd = "";
-        let reboot = match &self.cfg.install {
-            Install::Kexec { cmdline } => {
-                let cmdline = match cmdline {
-                    Some(c) => shell_quote(&fill_placeholders(c, remote_image, release, initrd)),
-                    // The running kernel's line, so the candidate boots the same root.
-                    None => "\"$(cat /proc/cmdline)\"".to_owned(),
-                };
-                candidate(
-                    conn.exec(
-                        &format!(
-                            "kexec -l {} --command-line={cmdline}",
-                            shell_quote(remote_image)
-                        ),
-                        d,
-                    )
-                    .await?,
-                    "kexec -l",
-                )?;
-                "kexec -e".to_owned()
-            }
-            Install::GrubReboot { entry } => {
-                candidate(
-                    conn.exec(&grub_reboot_command(entry, remote_image, release), d)
-                        .await?,
-                    "grub-reboot",
-                )?;
-                "reboot".to_owned()
-            }
-            Install::Commands { commands, reboot } => {
-                for c in commands {
-                    let c = fill_placeholders(c, remote_image, release, initrd);
-                    candidate(conn.exec(&c, d).await?, &c)?;
-                }
-                reboot.clone()
-            }
-        };
-        // Detached, after a second: the SSH command returns before the machine goes down.
-        // `trap '' HUP` rather than nohup, which busybox machines may lack (the lab VM's
-        // busybox has none: the test caught it).
-        conn.check(
-            &format!(
-                "sh -c {} >/dev/null 2>&1 </dev/null &",
-                shell_quote(&format!("trap '' HUP; sleep 1; sync; {reboot}"))
-            ),
-            d,
-        )
-        .await?;
-        Ok(())
-    }
 }
-
-/// The `install = "grub-reboot"` command: copy the image to `/boot/vmlinuz-<release>`, let
-/// the distribution's `update-grub` write its menu entry, and name that entry for the next
-/// boot only.
-///
-/// The entry is one argument of `grub-reboot`, quoted as a whole after `{release}` and
-/// `{image}` are put in: a title holds spaces and `>` (the submenu separator), which an
-/// unquoted shell word would split and redirect (`Advanced options … >Debian …` wrote a file
-/// named `Debian` before the lab VM test caught it).
-fn grub_reboot_command(entry: &str, remote_image: &str, release: &str) -> String {
-    let boot_image = format!("/boot/vmlinuz-{release}");
-    let entry = entry
-        .replace("{release}", release)
-        .replace("{image}", &boot_image)
-        .replace("{initrd}", "");
-    format!(
-        "cp {} {} && update-grub && grub-reboot {}",
-        shell_quote(remote_image),
-        shell_quote(&boot_image),
-        shell_quote(&entry)
-    )
-}
-
-/// An install step's failure: the candidate's (a command refused it) or the link's.
-enum Install_ {
-    Candidate(String),
-    Ssh(SshError),
-}
-
-impl From<SshError> for Install_ {
-    fn from(e: SshError) -> Self {
-        Install_::Ssh(e)
-    }
-}
-
-fn candidate(out: super::ssh_conn::Output, what: &str) -> Result<(), Install_> {
-    if out.status == 0 {
-        Ok(())
-    } else {
-        Err(Install_::Candidate(format!(
-            "{what} failed (exit {}): {}",
-            out.status,
-            out.output.trim()
-        )))
-    }
-}
-
 const BOOT_ID: &str = "cat /proc/sys/kernel/random/boot_id";
-
-/// A command deadline plus 1 s per MiB: a slow lab link is not a dead one.
-fn upload_deadline(d: Duration, file: &Path) -> Duration {
-    let mib = std::fs::metadata(file).map(|m| m.len() >> 20).unwrap_or(0);
-    d + Duration::from_secs(mib)
-}
 
 async fn stop_agent(conn: &Conn, dir: &str, d: Duration) {
     let pid = shell_quote(&format!("{dir}/agent.pid"));
@@ -559,56 +422,6 @@ async fn stop_agent(conn: &Conn, dir: &str, d: Duration) {
             d,
         )
         .await;
-}
-
-/// Starts the console command (if any), copying its output to `log` and reporting the first
-/// line that fails the boot.
-async fn start_console(
-    cmd: Option<&str>,
-    log: &Path,
-) -> Result<
-    (
-        Option<tokio::process::Child>,
-        watch::Receiver<Option<String>>,
-    ),
-    HostError,
-> {
-    let (tx, rx) = watch::channel(None);
-    let mut file = tokio::fs::File::create(log)
-        .await
-        .map_err(io(format!("creating {}", log.display())))?;
-    let Some(cmd) = cmd else {
-        let _ = file
-            .write_all(b"[firstbad] no console command configured (hosts.console)\n")
-            .await;
-        // Keep the sender alive so that the receiver never reports a closed console.
-        std::mem::forget(tx);
-        return Ok((None, rx));
-    };
-    let mut c = tokio::process::Command::new("sh");
-    c.args(["-c", cmd])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // SAFETY: prctl in the child before exec; async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = c
-        .spawn()
-        .map_err(io(format!("starting the console command `{cmd}`")))?;
-    let out = child.stdout.take().expect("stdout is piped");
-    let err = child.stderr.take().expect("stderr is piped");
-    tokio::spawn(async move {
-        let tx = super::copy_console(out, err, "console command", file, tx).await;
-        // The console command ended; a closed console is not a failed kernel.
-        std::mem::forget(tx);
-    });
-    Ok((Some(child), rx))
 }
 
 impl Session {
@@ -664,52 +477,4 @@ fn random_token() -> String {
     (0..32)
         .map(|_| format!("{:x}", rng.gen::<u8>() & 0xf))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The documented Debian entry reaches `grub-reboot` as one argument, through a real shell.
-    #[test]
-    fn the_grub_entry_is_one_argument_of_grub_reboot() {
-        use std::os::unix::fs::PermissionsExt;
-        let cmd = grub_reboot_command(
-            "Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux {release}",
-            "/var/tmp/first bad's dir/vmlinuz-6.1.192-fbabc",
-            "6.1.192-fbabc",
-        );
-        // Stand-ins for the three tools, first on $PATH: they print what they were given.
-        let bin = tempfile::tempdir().expect("a temp dir");
-        for (tool, body) in [
-            ("cp", r#"printf 'cp %s|%s\n' "$1" "$2""#),
-            ("update-grub", "true"),
-            ("grub-reboot", r#"printf '%s args: %s\n' "$#" "$1""#),
-        ] {
-            let p = bin.path().join(tool);
-            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("writable");
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        }
-        let cwd = tempfile::tempdir().expect("a temp dir");
-        let path = format!(
-            "{}:{}",
-            bin.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&cmd)
-            .env("PATH", path)
-            .current_dir(cwd.path())
-            .output()
-            .expect("sh runs");
-        assert!(out.status.success(), "{out:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            "cp /var/tmp/first bad's dir/vmlinuz-6.1.192-fbabc|/boot/vmlinuz-6.1.192-fbabc\n\
-             1 args: Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.192-fbabc\n"
-        );
-        // No `>` redirection happened: the working directory is still empty.
-        assert_eq!(std::fs::read_dir(cwd.path()).expect("readable").count(), 0);
-    }
 }
