@@ -25,7 +25,7 @@ pub fn host_summary(host: &HostMove, line: &Timeline) -> String {
 }
 
 /// Where the culprit and its parent sit between good (0%) and bad (100%), with 95% intervals
-/// ([`level`]), and what to do when the step between them is not the whole regression
+/// ([`crate::posterior::level`]), and what to do when the step between them is not the whole regression
 /// ([`rest`], `floor` the smallest part that counts): when the culprit is short of bad, more
 /// of it came later (hunt again from the culprit); when the parent is worse than good, some
 /// came earlier (hunt again up to the parent).
