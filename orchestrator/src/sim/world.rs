@@ -1,0 +1,254 @@
+//! The simulated histories: their commits' levels, the noise kinds, the cost of each boot.
+
+use super::*;
+
+/// Good endpoint's mean, in ms (the fsync p50 measured in the qemu set-up).
+pub(super) const BASE: f64 = 35.0;
+/// Relative boot-to-boot noise of the additive noise kinds (10%).
+pub(super) const SIGMA_REL: f64 = 0.1;
+/// Log-scale σ of the log-normal kind: 0.5 gives a long right tail (p99/p50 ≈ 3.2).
+pub(super) const SIGMA_LN: f64 = 0.5;
+/// Share of outlier boots, and the share of failed boots, of those kinds.
+pub(super) const OUTLIER_SHARE: f64 = 0.05;
+pub(super) const FAIL_SHARE: f64 = 0.1;
+/// Drift per boot in units of σ: one σ per 100 boots.
+pub(super) const DRIFT_PER_BOOT: f64 = 0.01;
+/// The step of the `step` kind, in σ, and the last boot it may start at.
+pub(super) const STEP_SIGMAS: f64 = 2.0;
+pub(super) const STEP_WITHIN: usize = 300;
+/// Attempts before a strategy gives up getting one value of a commit (failed boots).
+pub(super) const MAX_ATTEMPTS: usize = 20;
+
+/// Kinds of boot-to-boot noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Noise {
+    /// Additive normal noise.
+    Normal,
+    /// Multiplicative log-normal noise with a heavy right tail.
+    LogNormal,
+    /// Normal plus 5% outlier boots.
+    Outliers,
+    /// Normal plus slow host drift.
+    Drift,
+    /// Normal plus 10% failed boots.
+    Failed,
+    /// Normal plus a sudden, lasting move of the host (last, so that the other kinds keep
+    /// their discriminants and with them their seeds and histories).
+    Step,
+}
+
+impl Noise {
+    /// Short name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Noise::Normal => "normal",
+            Noise::LogNormal => "lognormal",
+            Noise::Outliers => "outliers",
+            Noise::Drift => "drift",
+            Noise::Step => "step",
+            Noise::Failed => "failed",
+        }
+    }
+}
+
+/// Shapes of history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One commit causes the whole regression.
+    OneCulprit,
+    /// Nothing regresses: the endpoints are alike.
+    NoCulprit,
+    /// Two commits each cause half of it.
+    TwoCulprits,
+}
+
+impl Shape {
+    /// Short name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::OneCulprit => "one",
+            Shape::NoCulprit => "none",
+            Shape::TwoCulprits => "two",
+        }
+    }
+}
+
+/// One cell of the table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    /// Candidate commits.
+    pub n: usize,
+    /// Effect over noise Δ/σ.
+    pub d: f64,
+    /// Noise kind.
+    pub noise: Noise,
+    /// History shape.
+    pub shape: Shape,
+}
+
+/// A synthetic history being measured: levels, noise, and the cost so far.
+pub struct World {
+    pub(super) n: usize,
+    pub(super) culprits: Vec<usize>,
+    pub(super) shape: Shape,
+    pub(super) d: f64,
+    pub(super) noise: Noise,
+    pub(super) rng: StdRng,
+    pub(super) boots: usize,
+    pub(super) builds: usize,
+    pub(super) built: Vec<bool>,
+    /// The boot from which the host is slower (`step` noise).
+    pub(super) step_at: usize,
+    /// The phase of `firstbad run` now booting, and the boots spent in each (see [`PHASES`]).
+    pub(super) phase: usize,
+    pub(super) by_phase: [usize; PHASES.len()],
+    /// Verdicts of `firstbad run`'s bisection on commits that are plainly good or bad (not
+    /// between two culprits), and how many of them were wrong.
+    pub(super) verdicts: [usize; 2],
+}
+
+/// `firstbad run`'s phases, as `firstbad sim` accounts its boots: the endpoints' baselines, the
+/// bisection with a sequential test per commit, the posterior phase (drift checks included),
+/// and the re-test of the culprit against its parent. Other strategies count every boot in the
+/// first.
+pub const PHASES: [&str; 4] = ["baselines", "bisection", "posterior", "re-test"];
+
+pub(super) fn normal<R: Rng>(rng: &mut R) -> f64 {
+    // Box-Muller; 1 - u keeps the logarithm finite.
+    let u: f64 = 1.0 - rng.gen::<f64>();
+    let v: f64 = rng.gen();
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+impl World {
+    /// Draws a history for `cell` from `rng`.
+    pub fn new(cell: &Cell, mut rng: StdRng) -> World {
+        let n = cell.n;
+        let culprits = match cell.shape {
+            Shape::OneCulprit => vec![rng.gen_range(1..=n)],
+            Shape::NoCulprit => vec![],
+            Shape::TwoCulprits => {
+                let a = rng.gen_range(1..=n);
+                let mut b = rng.gen_range(1..=n);
+                while b == a {
+                    b = rng.gen_range(1..=n);
+                }
+                vec![a.min(b), a.max(b)]
+            }
+        };
+        // Drawn only for the step kind, so the other kinds' histories stay as they were.
+        let step_at = if cell.noise == Noise::Step {
+            rng.gen_range(1..=STEP_WITHIN)
+        } else {
+            usize::MAX
+        };
+        World {
+            n,
+            culprits,
+            shape: cell.shape,
+            d: cell.d,
+            noise: cell.noise,
+            rng,
+            boots: 0,
+            builds: 0,
+            built: vec![false; n + 1],
+            step_at,
+            phase: 0,
+            by_phase: [0; PHASES.len()],
+            verdicts: [0; 2],
+        }
+    }
+
+    /// The world, leaving an empty one in its place (while a simulated host holds it).
+    pub(super) fn take(&mut self) -> World {
+        let empty = World {
+            n: 0,
+            culprits: Vec::new(),
+            shape: self.shape,
+            d: 0.0,
+            noise: self.noise,
+            rng: StdRng::seed_from_u64(0),
+            boots: 0,
+            builds: 0,
+            built: Vec::new(),
+            step_at: 0,
+            phase: 0,
+            by_phase: [0; PHASES.len()],
+            verdicts: [0; 2],
+        };
+        std::mem::replace(self, empty)
+    }
+
+    pub(super) fn level(&self, i: usize) -> f64 {
+        match self.shape {
+            Shape::NoCulprit => 0.0,
+            Shape::OneCulprit => f64::from(u8::from(i >= self.culprits[0])),
+            Shape::TwoCulprits => {
+                0.5 * f64::from(u8::from(i >= self.culprits[0]))
+                    + 0.5 * f64::from(u8::from(i >= self.culprits[1]))
+            }
+        }
+    }
+
+    /// Boots commit `i` (0 = good endpoint, `n` = bad endpoint) once: its value, or None when
+    /// the boot failed. Counts the boot, and the build the first time.
+    pub fn boot(&mut self, i: usize) -> Option<f64> {
+        self.boots += 1;
+        self.by_phase[self.phase] += 1;
+        if !self.built[i] {
+            self.built[i] = true;
+            self.builds += 1;
+        }
+        let lev = self.level(i);
+        let z = normal(&mut self.rng);
+        let additive = |z: f64| {
+            let v = BASE * (1.0 + self.d * SIGMA_REL * lev) + BASE * SIGMA_REL * z;
+            // A latency stays positive: clamp the far left tail (z < -8 at this σ).
+            v.max(0.01 * BASE)
+        };
+        match self.noise {
+            Noise::Normal => Some(additive(z)),
+            Noise::LogNormal => Some(BASE * (self.d * SIGMA_LN * lev + SIGMA_LN * z).exp()),
+            Noise::Outliers => {
+                let v = additive(z);
+                if self.rng.gen::<f64>() < OUTLIER_SHARE {
+                    Some(v * self.rng.gen_range(2.0..5.0))
+                } else {
+                    Some(v)
+                }
+            }
+            Noise::Drift => {
+                Some(additive(z) + BASE * SIGMA_REL * DRIFT_PER_BOOT * self.boots as f64)
+            }
+            Noise::Step => {
+                let stepped = if self.boots >= self.step_at {
+                    STEP_SIGMAS
+                } else {
+                    0.0
+                };
+                Some(additive(z) + BASE * SIGMA_REL * stepped)
+            }
+            Noise::Failed => {
+                if self.rng.gen::<f64>() < FAIL_SHARE {
+                    None
+                } else {
+                    Some(additive(z))
+                }
+            }
+        }
+    }
+
+    /// `k` values of commit `i`, retrying failed boots (at most [`MAX_ATTEMPTS`] per value).
+    pub(super) fn measure(&mut self, i: usize, k: usize) -> Vec<f64> {
+        let mut out = Vec::with_capacity(k);
+        for _ in 0..k {
+            for _ in 0..MAX_ATTEMPTS {
+                if let Some(v) = self.boot(i) {
+                    out.push(v);
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
