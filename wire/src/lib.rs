@@ -181,8 +181,9 @@ pub struct Threads {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fio {
-    /// The job file's text. The agent runs it in a fresh directory inside scratch; options that
-    /// name other paths (`filename`, `directory`, `include`, `exec_*` ...) are refused.
+    /// The job file's text. The agent parses it as fio does, refuses options and engines
+    /// outside its allowlist (`docs/agent-fio.md`; none names a path or a program) and runs
+    /// the parsed form, never this text, in a fresh directory inside scratch.
     pub job: String,
     /// A scratch block device (one of the agent's `--scratch-device`s) that every job of the
     /// file uses: the agent puts `filename=<device>` in a `[global]` section ahead of the job.

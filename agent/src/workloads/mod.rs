@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod fio;
+pub mod fio_job;
 pub mod fsync_latency;
 pub mod sequential;
 pub mod threads;
@@ -473,6 +474,56 @@ pub fn run_child(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `workloads/*.toml`, parsed as the orchestrator sends it.
+    fn repo_workloads() -> Vec<(PathBuf, Workload)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("workloads/")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        files
+            .into_iter()
+            .map(|path| {
+                let text = std::fs::read_to_string(&path).expect("read");
+                let w = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                (path, w)
+            })
+            .collect()
+    }
+
+    /// The scratch devices the repository's workloads name, as `--scratch-device`s.
+    fn limits_for(workloads: &[(PathBuf, Workload)]) -> Limits {
+        let mut devices = Vec::new();
+        for (_, w) in workloads {
+            match w {
+                Workload::Sequential(p) => devices.extend(p.device.iter().chain(&p.devices)),
+                Workload::Fio(p) => devices.extend(&p.device),
+                _ => {}
+            }
+        }
+        Limits {
+            devices: devices.into_iter().map(PathBuf::from).collect(),
+            allow_command: false,
+        }
+    }
+
+    // issue 19: the fio allowlist and the bounds must still take every workload we ship.
+    #[test]
+    fn every_repo_workload_is_accepted() {
+        let workloads = repo_workloads();
+        assert!(
+            workloads.len() >= 17,
+            "only {} workload files",
+            workloads.len()
+        );
+        let limits = limits_for(&workloads);
+        for (path, w) in &workloads {
+            validate(w, &limits).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
 
     #[test]
     fn free_bytes_of_tmp_is_positive() {
