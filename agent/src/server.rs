@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Largest request body: a run request is a few hundred bytes.
-const BODY_LIMIT: usize = 64 * 1024;
+pub const BODY_LIMIT: usize = 64 * 1024;
 /// Finished runs kept for polling; older ones are forgotten (each may hold 1M samples).
 const KEPT_RUNS: usize = 32;
 /// How long a cancel request waits for the workload to stop and clean up before answering.
@@ -107,6 +107,11 @@ impl AppError {
     }
 }
 
+/// An [`ApiError`] answer with `status`, for the layers in front of the router.
+pub fn error_response(status: StatusCode, message: String) -> Response {
+    AppError::new(status, message).into_response()
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let body = Json(ApiError {
@@ -139,7 +144,12 @@ async fn require_token(State(state): State<AppState>, request: Request, next: Ne
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
     match presented {
-        Some(token) if constant_time_eq(token, &state.0.token) => next.run(request).await,
+        Some(token) if constant_time_eq(token, &state.0.token) => {
+            if let Some(conn) = request.extensions().get::<crate::connections::Conn>() {
+                conn.0.mark_authenticated();
+            }
+            next.run(request).await
+        }
         Some(_) => AppError::new(StatusCode::UNAUTHORIZED, "wrong bearer token").into_response(),
         None => AppError::new(
             StatusCode::UNAUTHORIZED,

@@ -7,6 +7,7 @@ use firstbad_wire::ApiError;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// fio reads a job file with `fgets(buf, 8192, f)`: 8191 bytes at most per read.
 const FIO_READ: usize = 8191;
@@ -58,7 +59,7 @@ async fn post_fio(agent: &Agent, job: &str) -> (StatusCode, String) {
         let started: Value = resp.json().await.expect("RunStarted");
         let id = started["id"].as_str().expect("id").to_owned();
         let end = agent
-            .wait_until_not_running(&id, std::time::Duration::from_secs(60))
+            .wait_until_not_running(&id, Duration::from_secs(60))
             .await;
         (status, format!("{:?}: {:?}", end.state, end.error))
     } else {
@@ -166,4 +167,156 @@ async fn fio_include_directives_are_refused() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{job}: {why}");
         assert!(why.contains("include"), "{job}: {why}");
     }
+}
+
+/// How one attacker connection ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Held {
+    /// The agent closed it this long after it was opened.
+    ClosedAfter(Duration),
+    /// Still open when the attack ended.
+    StillOpen,
+    /// Could not even connect.
+    Refused,
+}
+
+/// Opens a connection to `addr` and holds it until `until`: idle (sends nothing) or slow
+/// (starts a request, then sends one header byte every 200 ms, never finishing).
+async fn hold(addr: &str, slow: bool, until: Instant) -> Held {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let opened = Instant::now();
+    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+        return Held::Refused;
+    };
+    if slow
+        && stream
+            .write_all(b"GET /v1/identity HTTP/1.1\r\nHost: agent\r\nX-Slow: ")
+            .await
+            .is_err()
+    {
+        return Held::ClosedAfter(opened.elapsed());
+    }
+    let mut buf = [0u8; 1024];
+    loop {
+        let tick = tokio::time::sleep(Duration::from_millis(200));
+        tokio::select! {
+            read = stream.read(&mut buf) => match read {
+                Ok(0) | Err(_) => return Held::ClosedAfter(opened.elapsed()),
+                // An error answer (e.g. 408) before the close: keep reading until the close.
+                Ok(_) => {}
+            },
+            () = tick => {
+                if Instant::now() >= until {
+                    return Held::StillOpen;
+                }
+                if slow && stream.write_all(b"a").await.is_err() {
+                    return Held::ClosedAfter(opened.elapsed());
+                }
+            }
+        }
+    }
+}
+
+/// Like [`hold`], reopening the connection 200 ms after the agent closes it, until `until`.
+async fn keep_holding(addr: String, slow: bool, until: Instant) -> usize {
+    let mut closed = 0;
+    while Instant::now() < until {
+        match hold(&addr, slow, until).await {
+            Held::StillOpen => break,
+            Held::ClosedAfter(_) | Held::Refused => closed += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    closed
+}
+
+/// Authenticated `GET /v1/identity` calls, one every 250 ms until `until`, each on a fresh
+/// connection or on a kept-alive one; the slowest answer. Fails on any error.
+async fn token_holder_latency(agent: &Agent, fresh: bool, until: Instant) -> Duration {
+    let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(10));
+    if fresh {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    let http = builder.build().expect("client");
+    let mut slowest = Duration::ZERO;
+    let mut calls = 0;
+    while Instant::now() < until {
+        let t = Instant::now();
+        let resp = http
+            .get(agent.url("/v1/identity"))
+            .bearer_auth(common::TOKEN)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("call {calls} (fresh: {fresh}) failed: {e:?}"));
+        assert_eq!(resp.status(), StatusCode::OK);
+        resp.bytes().await.expect("identity body");
+        slowest = slowest.max(t.elapsed());
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(calls >= 5, "only {calls} calls");
+    slowest
+}
+
+// issue 19: slow and idle connections were never timed out (100 slow senders were held for
+// 70 s), and this happens before the token check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_and_idle_connections_are_timed_out_before_authentication() {
+    let agent = Agent::start(&["--header-timeout-s", "2", "--idle-timeout-s", "3"]);
+    let addr = agent.base.trim_start_matches("http://").to_owned();
+    let t0 = Instant::now();
+    let until = t0 + Duration::from_secs(8);
+    let attackers: Vec<_> = (0..200)
+        .map(|i| {
+            let addr = addr.clone();
+            tokio::spawn(async move { hold(&addr, i % 2 == 0, until).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (fresh, kept) = tokio::join!(
+        token_holder_latency(&agent, true, until),
+        token_holder_latency(&agent, false, until)
+    );
+    eprintln!("200 slow/idle connections: slowest answer {fresh:?} fresh, {kept:?} kept alive");
+    assert!(fresh <= Duration::from_secs(2), "{fresh:?}");
+    assert!(kept <= Duration::from_secs(2), "{kept:?}");
+    let mut ends = Vec::new();
+    for a in attackers {
+        ends.push(a.await.expect("attacker task"));
+    }
+    for (i, end) in ends.iter().enumerate() {
+        // Slow ones go at the 2 s header timeout, idle ones at the 3 s idle timeout (polled
+        // every 750 ms); 1.5 s of slack for a loaded machine.
+        let limit = Duration::from_millis(if i % 2 == 0 { 3_500 } else { 5_500 });
+        match end {
+            Held::ClosedAfter(d) => assert!(*d <= limit, "connection {i} held for {d:?}"),
+            other => panic!("connection {i}: {other:?}"),
+        }
+    }
+}
+
+// issue 19: with a low descriptor limit, 80 idle connections made the agent unreachable
+// (`accept error: Too many open files`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connections_past_the_descriptor_limit_do_not_lock_out_the_token_holder() {
+    let agent = Agent::start_wrapped(&["prlimit", "--nofile=64:64"], &[]);
+    let addr = agent.base.trim_start_matches("http://").to_owned();
+    let until = Instant::now() + Duration::from_secs(6);
+    let attackers: Vec<_> = (0..200)
+        .map(|i| tokio::spawn(keep_holding(addr.clone(), i % 2 == 0, until)))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (fresh, kept) = tokio::join!(
+        token_holder_latency(&agent, true, until),
+        token_holder_latency(&agent, false, until)
+    );
+    eprintln!("200 attackers past a 64-descriptor limit: slowest answer {fresh:?} fresh, {kept:?} kept alive");
+    let mut closed = 0;
+    for a in attackers {
+        closed += a.await.expect("attacker task");
+    }
+    assert!(fresh <= Duration::from_secs(2), "{fresh:?}");
+    assert!(kept <= Duration::from_secs(2), "{kept:?}");
+    // The agent made room by closing attackers' connections, not the token holder's.
+    assert!(closed >= 100, "only {closed} attacker connections closed");
 }
