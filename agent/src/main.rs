@@ -123,7 +123,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let limits = workloads::Limits {
             devices: cli.scratch_device.clone(),
             allow_command: cli.allow_command,
+            budget: workloads::budget::Budget::of_this_host(),
         };
+        tracing::info!(budget = ?limits.budget, "per-run bounds");
         let app = server::router(server::AppState::new(token, scratch, limits));
         let conn_limits = connections::ConnLimits {
             header_timeout: Duration::from_secs(cli.header_timeout_s),

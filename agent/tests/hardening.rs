@@ -320,3 +320,53 @@ async fn connections_past_the_descriptor_limit_do_not_lock_out_the_token_holder(
     // The agent made room by closing attackers' connections, not the token holder's.
     assert!(closed >= 100, "only {closed} attacker connections closed");
 }
+
+// issue 19: one ~150-byte request (64 writers with 64 MiB blocks) took the agent from 10 MB
+// to 1.8 GB in 3 s, and 1-byte `threads` blocks grew it by 20 MB a second (every request's
+// latency is kept); about 4 GiB per request passed validation.
+#[tokio::test]
+async fn requests_that_would_take_the_hosts_memory_are_refused() {
+    let agent = Agent::start(&[]);
+    let before = agent.peak_rss_bytes();
+    for (workload, named) in [
+        (
+            json!({ "kind": "fsync-latency", "writers": 64, "writer_bytes": 1,
+                    "writer_block_bytes": 64 << 20, "append_bytes": 64 << 20, "fsyncs": 100,
+                    "interval_ms": 60000 }),
+            "writers × writer_block_bytes",
+        ),
+        (
+            json!({ "kind": "threads", "threads": 256, "op": "write", "pattern": "random",
+                    "file_bytes": 1 << 20, "block_bytes": 1 }),
+            "file_bytes / block_bytes",
+        ),
+        (
+            json!({ "kind": "fio", "job": "[w]\nrw=write\nsize=1m\nnumjobs=4096\n" }),
+            "numjobs",
+        ),
+        (
+            json!({ "kind": "fio", "job": "[w]\nrw=write\nsize=1m\nbs=64m\niodepth=4096\n" }),
+            "iodepth × bs",
+        ),
+    ] {
+        let body = json!({ "workload": workload }).to_string();
+        let resp = agent.post_run(workload.clone()).await;
+        assert_eq!(
+            resp.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{} bytes: {workload}",
+            body.len()
+        );
+        let why = api_error(resp).await;
+        assert!(why.contains(named) && why.contains("more than"), "{why}");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = agent.peak_rss_bytes();
+    eprintln!(
+        "agent peak RSS: {} MB before, {} MB after",
+        before >> 20,
+        after >> 20
+    );
+    assert!(after < before + (64 << 20), "{before} -> {after}");
+    assert!(agent.scratch_entries().is_empty());
+}

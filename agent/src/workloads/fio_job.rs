@@ -394,6 +394,106 @@ impl JobFile {
     }
 }
 
+/// What one job section asks of the host, with the global options before it applied: the
+/// figures the agent bounds (see `workloads::budget`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobShape {
+    /// The section's name.
+    pub name: String,
+    /// `numjobs` (fio's default 1): processes or threads running this job.
+    pub numjobs: u64,
+    /// `iodepth` (default 1): buffers in flight per process.
+    pub iodepth: u64,
+    /// The largest block size any of `bs`, `bsrange`, `bssplit` names (default 4 KiB).
+    pub max_bs: u64,
+    /// The bytes of the job's files: `size`, or `nrfiles × filesize`, when given as a size
+    /// (not a percentage).
+    pub size: Option<u64>,
+    /// `nrfiles` (default 1): files per process.
+    pub nrfiles: u64,
+}
+
+/// Options whose values are block sizes, for [`JobShape::max_bs`].
+const BLOCK_SIZE_KEYS: &[&str] = &["bs", "blocksize", "bsrange", "blocksize_range", "bssplit"];
+
+impl JobFile {
+    /// Every job section's shape, in order (global sections are not jobs).
+    pub fn jobs(&self) -> Vec<JobShape> {
+        let mut globals: Vec<&JobOption> = Vec::new();
+        let mut jobs = Vec::new();
+        for section in &self.sections {
+            if section.is_global() {
+                globals.extend(&section.options);
+                continue;
+            }
+            let effective: Vec<&JobOption> =
+                globals.iter().copied().chain(&section.options).collect();
+            // The last setting wins, as in fio.
+            let last = |keys: &[&str]| {
+                effective
+                    .iter()
+                    .rev()
+                    .find(|o| keys.contains(&o.key))
+                    .and_then(|o| o.value.as_deref())
+            };
+            let count = |key: &str| {
+                last(&[key])
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(1)
+                    .max(1)
+            };
+            let max_bs = effective
+                .iter()
+                .filter(|o| BLOCK_SIZE_KEYS.contains(&o.key))
+                .filter_map(|o| o.value.as_deref())
+                .flat_map(|v| v.split([',', ':', '/', '-']))
+                .filter_map(parse_size)
+                .max()
+                .unwrap_or(4096);
+            let nrfiles = count("nrfiles");
+            // `size` is the job's total over its files; `filesize` is each file's.
+            let size = match last(&["size"]) {
+                Some(v) => parse_size(v),
+                None => last(&["filesize"])
+                    .and_then(parse_size)
+                    .map(|f| f.saturating_mul(nrfiles)),
+            };
+            jobs.push(JobShape {
+                name: section.name.clone(),
+                numjobs: count("numjobs"),
+                iodepth: count("iodepth"),
+                max_bs,
+                size,
+                nrfiles,
+            });
+        }
+        jobs
+    }
+}
+
+/// A fio size (`4k`, `1m`, `1.5g`, `64KiB`, `512`) in bytes, with fio's default `kb_base` of
+/// 1024; `None` for percentages and anything else.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let end = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(end);
+    let number: f64 = number.parse().ok()?;
+    let unit = unit.to_ascii_lowercase();
+    let unit = unit.trim_end_matches('b').trim_end_matches('i');
+    let scale: u64 = match unit {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        "p" => 1 << 50,
+        _ => return None,
+    };
+    // Saturating float-to-int: an absurd size becomes u64::MAX, which every bound refuses.
+    Some((number * scale as f64) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,6 +558,28 @@ mod tests {
             assert!(e.to_string().contains(named), "{text:?}: {e}");
             assert!(e.to_string().starts_with("fio: job line"), "{e}");
         }
+    }
+
+    #[test]
+    fn job_shapes_inherit_the_global_sections_before_them() {
+        let job = parse(
+            "[global]\nbs=4k\nnumjobs=2\n[a]\nsize=1m\n[global]\niodepth=8\n\
+             [b]\nbssplit=4k/10:1m/90\nfilesize=2g\nnumjobs=3\nnrfiles=4\n[c]\nsize=50%\n",
+        )
+        .expect("valid");
+        let jobs = job.jobs();
+        let shape = |i: usize| {
+            let j: &JobShape = &jobs[i];
+            (j.numjobs, j.iodepth, j.max_bs, j.size, j.nrfiles)
+        };
+        assert_eq!(jobs.len(), 3);
+        assert_eq!(shape(0), (2, 1, 4096, Some(1 << 20), 1));
+        assert_eq!(shape(1), (3, 8, 1 << 20, Some(8 << 30), 4));
+        assert_eq!(shape(2), (2, 8, 4096, None, 1));
+        assert_eq!(parse_size("64KiB"), Some(65536));
+        assert_eq!(parse_size("1.5g"), Some(3 << 29));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("10%"), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The workloads the agent runs, and what they share: validation, space needs, scratch files.
 
+pub mod budget;
 pub mod command;
 pub mod fio;
 pub mod fio_job;
@@ -76,6 +77,8 @@ pub struct Limits {
     pub devices: Vec<PathBuf>,
     /// Whether `command` workloads may run (`--allow-command`).
     pub allow_command: bool,
+    /// How much memory one run may take on this host.
+    pub budget: budget::Budget,
 }
 
 impl Limits {
@@ -156,7 +159,8 @@ pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
         Workload::Threads(p) => threads::validate(p),
         Workload::Fio(p) => fio::validate(p, limits),
         Workload::Command(p) => command::validate(p, limits),
-    }
+    }?;
+    budget::check(workload, &limits.budget)
 }
 
 /// Checks, as a run is requested, that the scratch devices it uses are still free (nothing
@@ -199,7 +203,8 @@ pub fn bytes_needed(workload: &Workload) -> u64 {
         Workload::FsyncLatency(p) => fsync_latency::bytes_needed(p),
         Workload::Sequential(p) => sequential::bytes_needed(p),
         Workload::Threads(p) => threads::bytes_needed(p),
-        // fio's job may say anything; its `size=` is checked by fio itself against free space.
+        Workload::Fio(p) if p.device.is_none() => budget::fio_bytes_needed(&p.job),
+        // On a device fio writes nothing to scratch; a script is trusted (--allow-command).
         Workload::Fio(_) | Workload::Command(_) => 0,
     }
 }
@@ -507,12 +512,15 @@ mod tests {
         Limits {
             devices: devices.into_iter().map(PathBuf::from).collect(),
             allow_command: false,
+            // The demo's guest has memory_mb = 1024 (configs/demo.toml), of which the kernel
+            // keeps some: MemTotal there is about 980 MiB; 900 leaves room.
+            budget: budget::Budget::for_host_memory(900 << 20),
         }
     }
 
     // issue 19: the fio allowlist and the bounds must still take every workload we ship.
     #[test]
-    fn every_repo_workload_is_accepted() {
+    fn every_repo_workload_fits_the_demo_guests_bounds() {
         let workloads = repo_workloads();
         assert!(
             workloads.len() >= 17,

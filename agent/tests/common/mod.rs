@@ -82,6 +82,18 @@ impl Agent {
         }
     }
 
+    /// The agent's peak resident memory so far (`VmHWM`), in bytes.
+    pub fn peak_rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("agent's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM line")
+            * 1024
+    }
+
     /// The agent's URL for `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
