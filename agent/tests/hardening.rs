@@ -370,3 +370,70 @@ async fn requests_that_would_take_the_hosts_memory_are_refused() {
     assert!(after < before + (64 << 20), "{before} -> {after}");
     assert!(agent.scratch_entries().is_empty());
 }
+
+// issue 19: `threads` results carried `"mb_s_per_cpu_pct": null` (a NaN) when the measured CPU
+// time was 0, and `null` is not an f64: the orchestrator could not read the whole result.
+#[tokio::test]
+async fn every_metric_is_a_number_or_unavailable_with_a_reason() {
+    let agent = Agent::start(&[]);
+    // One 4 KiB request per thread: too short for the kernel to count CPU time, most times.
+    let tiny = json!({ "kind": "threads", "threads": 2, "op": "write", "file_bytes": 4096,
+                       "block_bytes": 4096, "drop_caches": false });
+    let mut unavailable_seen = 0;
+    for _ in 0..5 {
+        let resp = agent.post_run(tiny.clone()).await;
+        assert_eq!(resp.status(), StatusCode::ACCEPTED);
+        let started: Value = resp.json().await.expect("RunStarted");
+        let id = started["id"].as_str().expect("id").to_owned();
+        agent
+            .wait_until_not_running(&id, Duration::from_secs(60))
+            .await;
+        let raw: Value = agent
+            .http
+            .get(agent.url(&format!("/v1/runs/{id}")))
+            .bearer_auth(common::TOKEN)
+            .send()
+            .await
+            .expect("GET run")
+            .json()
+            .await
+            .expect("JSON");
+        let result = &raw["result"];
+        let metrics = result["metrics"].as_object().expect("metrics");
+        for (name, v) in metrics {
+            assert!(v.is_number(), "{name} = {v} in {result}");
+        }
+        let unavailable = result["unavailable"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for name in firstbad_wire::THREADS_METRICS {
+            let reason = unavailable.get(*name).and_then(Value::as_str);
+            assert!(
+                metrics.contains_key(*name) != reason.is_some(),
+                "{name}: in metrics and unavailable, or in neither: {result}"
+            );
+            if let Some(reason) = reason {
+                assert!(reason.contains("no CPU time"), "{name}: {reason}");
+                unavailable_seen += 1;
+            }
+        }
+    }
+    eprintln!("mb_s_per_cpu_pct unavailable in {unavailable_seen} of 5 tiny runs");
+
+    // A script's values are finite, yet their mean is not: the metric is left out, with why.
+    let agent = Agent::start(&["--allow-command"]);
+    let r = agent
+        .run(json!({
+            "kind": "command", "script": "echo '1 1e308'; echo '2 1e308'",
+            "metrics": { "from": "regex", "pattern": r"(?P<a>\S+) (?P<b>\S+)" }
+        }))
+        .await;
+    assert_eq!(r.metrics.get("a"), Some(&1.5), "{:?}", r.metrics);
+    assert!(!r.metrics.contains_key("b"), "{:?}", r.metrics);
+    assert!(
+        r.unavailable["b"].contains("not a finite number"),
+        "{:?}",
+        r.unavailable
+    );
+}

@@ -2,7 +2,7 @@
 //! inside scratch, or on a scratch device, and maps its JSON to metrics.
 
 use super::{fio_job, run_child, Limits, Outcome, WorkloadError};
-use firstbad_wire::{Fio, Series, WorkloadResult};
+use firstbad_wire::{Fio, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,14 +62,10 @@ pub fn run(p: &Fio, dir: &Path, cancel: &AtomicBool) -> Result<Outcome, Workload
         )));
     }
     let (metrics, series) = parse(&stdout).map_err(WorkloadError::External)?;
-    Ok(Outcome::Done(WorkloadResult {
-        kind: "fio".to_owned(),
-        series,
-        metrics,
-        duration_s: started.elapsed().as_secs_f64(),
-        system: None,
-        vmstat: Vec::new(),
-    }))
+    let mut result = super::empty_result("fio", started.elapsed().as_secs_f64());
+    result.series = series;
+    result.metrics = metrics;
+    Ok(Outcome::Done(result))
 }
 
 /// The job file fio runs, written from the parsed job (never the user's text), after a

@@ -237,6 +237,17 @@ pub fn run(
     let duration_s = t0.elapsed().as_secs_f64();
     let outcome = outcome.map(|o| match o {
         Outcome::Done(mut result) => {
+            // Each workload says why a metric is missing; this is the net under them all, so
+            // that no NaN goes out as `null` (issue 19).
+            let changed = result.keep_finite();
+            if changed > 0 {
+                tracing::warn!(
+                    kind = workload.kind(),
+                    changed,
+                    unavailable = ?result.unavailable,
+                    "values that are not finite numbers were left out"
+                );
+            }
             result.system = Some(system);
             result.vmstat = vmstat;
             result.duration_s = duration_s;
@@ -366,8 +377,14 @@ pub fn drop_caches(file: &File, path: &Path) -> Result<(), WorkloadError> {
     Ok(())
 }
 
-/// `{prefix}_p50_ms`, p90, p99, p99.9, max and mean of latencies in ms.
-pub fn latency_metrics(prefix: &str, samples: &[f64]) -> BTreeMap<String, f64> {
+/// Adds `{prefix}_p50_ms`, p90, p99, p99.9, max and mean of `samples` (latencies in ms) to
+/// `result`; with no sample they are unavailable, with `why_none` as the reason.
+pub fn add_latency_metrics(
+    result: &mut WorkloadResult,
+    prefix: &str,
+    samples: &[f64],
+    why_none: &str,
+) {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     let pct = |p| percentile(&sorted, p).unwrap_or(f64::NAN);
@@ -376,14 +393,29 @@ pub fn latency_metrics(prefix: &str, samples: &[f64]) -> BTreeMap<String, f64> {
     } else {
         sorted.iter().sum::<f64>() / sorted.len() as f64
     };
-    BTreeMap::from([
-        (format!("{prefix}_p50_ms"), pct(50.0)),
-        (format!("{prefix}_p90_ms"), pct(90.0)),
-        (format!("{prefix}_p99_ms"), pct(99.0)),
-        (format!("{prefix}_p999_ms"), pct(99.9)),
-        (format!("{prefix}_max_ms"), pct(100.0)),
-        (format!("{prefix}_mean_ms"), mean),
-    ])
+    for (suffix, value) in [
+        ("p50", pct(50.0)),
+        ("p90", pct(90.0)),
+        ("p99", pct(99.0)),
+        ("p999", pct(99.9)),
+        ("max", pct(100.0)),
+        ("mean", mean),
+    ] {
+        result.set_metric(&format!("{prefix}_{suffix}_ms"), value, why_none);
+    }
+}
+
+/// An empty result of `kind`, for the workloads' summaries to fill.
+pub fn empty_result(kind: &str, duration_s: f64) -> WorkloadResult {
+    WorkloadResult {
+        kind: kind.to_owned(),
+        series: BTreeMap::new(),
+        metrics: BTreeMap::new(),
+        unavailable: BTreeMap::new(),
+        duration_s,
+        system: None,
+        vmstat: Vec::new(),
+    }
 }
 
 /// A small xorshift64 generator for random offsets: reproducible, no dependency.
