@@ -565,6 +565,33 @@ mod tests {
         }
     }
 
+    // issue 19: fio runs the job rendered from the parsed form, so that form must be one fio
+    // reads as the author meant: `fio --parse-only` accepts every rendered repo job.
+    #[test]
+    fn fio_accepts_every_repo_fio_job_as_the_agent_renders_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut n = 0;
+        for (path, w) in repo_workloads() {
+            let Workload::Fio(p) = w else { continue };
+            let job = fio_job::parse(&p.job).expect("valid job");
+            let file = dir.path().join("job.fio");
+            std::fs::write(&file, job.render(p.device.as_deref())).expect("write job");
+            let out = std::process::Command::new("fio")
+                .arg("--parse-only")
+                .arg(&file)
+                .output()
+                .expect("fio is installed (scripts/install-deps)");
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            n += 1;
+        }
+        assert!(n >= 8, "only {n} fio workloads");
+    }
+
     #[test]
     fn free_bytes_of_tmp_is_positive() {
         let dir = tempfile::tempdir().expect("tempdir");
