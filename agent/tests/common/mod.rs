@@ -94,6 +94,11 @@ impl Agent {
             * 1024
     }
 
+    /// How the agent exited, if it did.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("wait on the agent")
+    }
+
     /// The agent's URL for `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
