@@ -437,3 +437,28 @@ async fn every_metric_is_a_number_or_unavailable_with_a_reason() {
         r.unavailable
     );
 }
+
+// issue 19: a body that never arrives held the connection forever, token or not.
+#[tokio::test]
+async fn a_body_that_never_arrives_gets_408_at_the_body_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let agent = Agent::start(&["--body-timeout-s", "1"]);
+    let addr = agent.base.trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let t = Instant::now();
+    s.write_all(
+        b"POST /v1/runs HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\n\
+          Content-Length: 100\r\n\r\n{\"workload\":",
+    )
+    .await
+    .expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer))
+        .await
+        .expect("the agent answers and closes within 5 s")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive within 1 s"), "{answer}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}

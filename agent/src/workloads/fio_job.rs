@@ -37,6 +37,9 @@ enum Value {
     /// A size, range or list of sizes and numbers: `4k`, `50%`, `4k-64k`, `4k,64k`,
     /// `4k/10:64k/90`: starts with a digit, then digits, letters and `.%:,/-` only.
     Size,
+    /// A byte count the agent bounds: a size [`parse_size`] reads (`64k`, `1.5g`) or a
+    /// percentage (`50%`).
+    Bytes,
     /// A duration: digits with an optional unit (`us`, `ms`, `s`, `m`, `h`, `d`).
     Time,
     /// One of these words.
@@ -94,12 +97,12 @@ const OPTIONS: &[(&str, Value)] = &[
     ("bssplit", Value::Size),
     ("ba", Value::Size),
     ("blockalign", Value::Size),
-    ("size", Value::Size),
-    ("filesize", Value::Size),
-    ("io_size", Value::Size),
-    ("io_limit", Value::Size),
-    ("offset", Value::Size),
-    ("offset_increment", Value::Size),
+    ("size", Value::Bytes),
+    ("filesize", Value::Bytes),
+    ("io_size", Value::Bytes),
+    ("io_limit", Value::Bytes),
+    ("offset", Value::Bytes),
+    ("offset_increment", Value::Bytes),
     ("nrfiles", Value::Int),
     ("openfiles", Value::Int),
     (
@@ -340,6 +343,14 @@ fn option(content: &str) -> Result<JobOption, String> {
                 "is not a size such as 4k, 1m, 50% or 4k-64k (no $variables or expressions)",
             ))
         }
+        Value::Bytes => {
+            let percent = value
+                .strip_suffix('%')
+                .is_some_and(|n| n.parse::<f64>().is_ok_and(|n| (0.0..=100.0).contains(&n)));
+            if !percent && parse_size(value).is_none() {
+                return Err(bad("is not a size such as 64k, 1m, 1.5g or 50%"));
+            }
+        }
         Value::Time => {
             let number = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
             let unit = &value[number.len()..];
@@ -488,6 +499,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
         "g" => 1 << 30,
         "t" => 1 << 40,
         "p" => 1 << 50,
+        "e" => 1 << 60,
         _ => return None,
     };
     // Saturating float-to-int: an absurd size becomes u64::MAX, which every bound refuses.
@@ -542,6 +554,9 @@ mod tests {
             ("[w]\nwrite_bw_log=x\n", 2, "\"write_bw_log\""),
             ("[w]\nsize=${SIZE}\n", 2, "size"),
             ("[w]\nbs=$((4*1024))\n", 2, "bs"),
+            ("[w]\nsize=1x\n", 2, "size"),
+            ("[w]\nsize=4k-8k\n", 2, "size"),
+            ("[w]\nsize=200%\n", 2, "size"),
             ("[w]\nnumjobs=\n", 2, "numjobs"),
             ("[w]\nruntime=10 years\n", 2, "runtime"),
             ("[w]\ndirect=yes\n", 2, "direct"),
@@ -580,6 +595,7 @@ mod tests {
         assert_eq!(parse_size("1.5g"), Some(3 << 29));
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("10%"), None);
+        assert_eq!(parse_size("1e"), Some(1 << 60));
     }
 
     #[test]
