@@ -307,7 +307,8 @@ pub struct VmstatSample {
     pub nr_writeback: u64,
 }
 
-/// Metric keys the `sequential` workload reports.
+/// Metric keys the `sequential` workload reports (each is in `metrics` or, with its reason, in
+/// `unavailable`).
 pub const SEQUENTIAL_METRICS: &[&str] = &[
     "mb_s",
     "request_latency_p50_ms",
@@ -321,7 +322,8 @@ pub const SEQUENTIAL_METRICS: &[&str] = &[
     "mb_s_per_cpu_pct",
 ];
 
-/// Metric keys the `threads` workload reports (besides per-thread series).
+/// Metric keys the `threads` workload reports (besides per-thread series; each is in `metrics`
+/// or, with its reason, in `unavailable`).
 pub const THREADS_METRICS: &[&str] = &[
     "total_mb_s",
     "latency_avg_ms",
