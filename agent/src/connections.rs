@@ -86,6 +86,11 @@ const GRACE: Duration = Duration::from_millis(500);
 /// writes right after `connect` returns; a first read can come before the bytes do).
 const CHANCE: Duration = Duration::from_millis(50);
 
+/// Largest request head (request line and headers): the orchestrator's are a few hundred
+/// bytes. hyper's default lets each connection buffer ~400 KB before the token is checked,
+/// 100 MB over 256 connections; past this the answer is 431.
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+
 /// What the registry knows about one open connection.
 pub struct ConnState {
     id: u64,
@@ -291,6 +296,7 @@ async fn serve_one(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_header_size(MAX_HEADER_BYTES)
         .keep_alive(true);
     let connection = builder.serve_connection(io, service);
     tokio::select! {

@@ -444,7 +444,9 @@ async fn a_body_that_never_arrives_gets_408_at_the_body_timeout() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let agent = Agent::start(&["--body-timeout-s", "1"]);
     let addr = agent.base.trim_start_matches("http://").to_owned();
-    let mut s = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let mut s = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
     let t = Instant::now();
     s.write_all(
         b"POST /v1/runs HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\n\
@@ -461,4 +463,38 @@ async fn a_body_that_never_arrives_gets_408_at_the_body_timeout() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("did not arrive within 1 s"), "{answer}");
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+// issue 19: before the token check, each connection could make the agent buffer ~400 KB of
+// headers (hyper's default), 100 MB over 256 connections.
+#[tokio::test]
+async fn request_heads_larger_than_16_kib_get_431() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let agent = Agent::start(&[]);
+    let addr = agent.base.trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "GET /v1/identity HTTP/1.1\r\nHost: agent\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(20 * 1024)
+    );
+    let _ = s.write_all(head.as_bytes()).await;
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer))
+        .await
+        .expect("the agent answers and closes")
+        .ok();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    // A head of normal size still gets through.
+    let ok = agent
+        .http
+        .get(agent.url("/v1/identity"))
+        .bearer_auth(common::TOKEN)
+        .header("X-Pad", "a".repeat(8 * 1024))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(ok.status(), StatusCode::OK);
 }
