@@ -29,7 +29,9 @@ use tower::ServiceExt;
 /// How long connections may take and how many may be open.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
-    /// A request's headers must arrive within this time of the first read for them.
+    /// A request's headers must be complete within this time of when hyper starts waiting for
+    /// them: on a new connection, or on a kept-alive one after its last answer (so it also
+    /// closes connections idle between requests).
     pub header_timeout: Duration,
     /// A request's body must arrive within this time of its headers.
     pub body_timeout: Duration,

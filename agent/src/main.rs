@@ -39,14 +39,17 @@ struct Cli {
     /// Allow `command` workloads, which run a user's script as the agent's user.
     #[arg(long)]
     allow_command: bool,
-    /// Seconds a client has to send a request's headers before its connection is closed.
+    /// Seconds a connection may wait for a request's headers to be complete, counted from when
+    /// the agent starts waiting for them (a new connection, or a kept-alive one after its last
+    /// answer), before it is closed.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     header_timeout_s: u64,
     /// Seconds a client has to send a request's body once its headers are in.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     body_timeout_s: u64,
-    /// Seconds a connection may stay open with no request in progress and no byte moving (the
-    /// orchestrator polls every second).
+    /// Seconds a connection may stay open with no request in progress and no byte moving, e.g.
+    /// a client that stops reading an answer (one waiting for headers goes at the header
+    /// timeout first).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_s: u64,
     /// Most connections open at once (lowered to fit the descriptor limit); past it the oldest
