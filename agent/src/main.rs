@@ -52,6 +52,10 @@ struct Cli {
     /// timeout first).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_s: u64,
+    /// Most memory one run's buffers and samples may take, in MiB (default: a quarter of the
+    /// host's MemTotal, at most 2048).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    run_memory_mb: Option<u64>,
     /// Most connections open at once (lowered to fit the descriptor limit); past it the oldest
     /// idle or slow connection is closed, unauthenticated ones first.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
@@ -126,7 +130,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let limits = workloads::Limits {
             devices: cli.scratch_device.clone(),
             allow_command: cli.allow_command,
-            budget: workloads::budget::Budget::of_this_host(),
+            budget: match cli.run_memory_mb {
+                Some(mb) => workloads::budget::Budget::of_this_host().with_memory(mb << 20),
+                None => workloads::budget::Budget::of_this_host(),
+            },
         };
         tracing::info!(budget = ?limits.budget, "per-run bounds");
         let app = server::router(server::AppState::new(token, scratch, limits));

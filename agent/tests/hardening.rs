@@ -504,3 +504,32 @@ async fn request_heads_larger_than_16_kib_get_431() {
         .expect("GET");
     assert_eq!(ok.status(), StatusCode::OK);
 }
+
+// issue 19: "one 172-byte request raised the agent's memory from 11 MB to 347 MB": five
+// writers of 64 MiB blocks are 320 MiB of buffers. On the demo's 1 GiB guest one run may take
+// 256 MiB (a quarter of it), which `--run-memory-mb 256` gives here.
+#[tokio::test]
+async fn the_172_byte_request_is_refused_on_a_1_gib_guest() {
+    let agent = Agent::start(&["--run-memory-mb", "256"]);
+    let workload = json!({ "kind": "fsync-latency", "writers": 5, "writer_bytes": 1u64 << 30,
+                           "writer_block_bytes": 64 << 20, "append_bytes": 4096,
+                           "fsyncs": 1000, "interval_ms": 10, "warmup_ms": 0 });
+    let body = json!({ "workload": workload }).to_string();
+    assert!((160..=180).contains(&body.len()), "{} bytes", body.len());
+    let before = agent.peak_rss_bytes();
+    let resp = agent.post_run(workload).await;
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let why = api_error(resp).await;
+    assert!(
+        why.contains("writers × writer_block_bytes") && why.contains("268435456"),
+        "{why}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(agent.peak_rss_bytes() < before + (16 << 20));
+    // Within the bound, the same shape runs: 3 writers of 64 MiB blocks are 192 MiB.
+    let fits = json!({ "kind": "fsync-latency", "writers": 3, "writer_bytes": 64u64 << 20,
+                       "writer_block_bytes": 64 << 20, "append_bytes": 4096, "fsyncs": 3,
+                       "interval_ms": 0 });
+    let r = agent.run(fits).await;
+    assert_eq!(r.metrics["fsyncs"], 3.0);
+}

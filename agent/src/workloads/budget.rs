@@ -49,6 +49,14 @@ impl Budget {
         }
     }
 
+    /// This budget with `memory_bytes` set by the operator (`--run-memory-mb`).
+    pub fn with_memory(self, memory_bytes: u64) -> Budget {
+        Budget {
+            memory_bytes,
+            ..self
+        }
+    }
+
     /// The budget on this host, from `MemTotal` in `/proc/meminfo` (1 GiB if unreadable).
     pub fn of_this_host() -> Budget {
         let total_kb = std::fs::read_to_string("/proc/meminfo")
@@ -197,7 +205,7 @@ pub fn check(workload: &Workload, budget: &Budget) -> Result<(), String> {
         if need.amount > need.bound {
             let host = if need.unit == "bytes of memory" {
                 format!(
-                    " (a quarter of this host's {} MiB)",
+                    " (this host has {} MiB; --run-memory-mb sets the bound)",
                     budget.host_memory_bytes >> 20
                 )
             } else {
