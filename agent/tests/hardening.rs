@@ -145,6 +145,59 @@ async fn fio_engines_that_load_a_shared_object_are_refused() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{engine}: {why}");
         assert!(why.contains("ioengine") && why.contains("psync"), "{why}");
     }
+    // A shared object whose constructor leaves a mark: fio itself loads it (so the mark proves
+    // loading), the agent does not let fio see it, named directly or hidden after a comment.
+    let loaded = Outside::new("so-loaded");
+    let so = Outside::new("engine.so");
+    let c = Outside::new("engine.c");
+    std::fs::write(
+        &c.0,
+        format!(
+            "#include <fcntl.h>\n__attribute__((constructor)) static void mark(void) \
+             {{ creat(\"{}\", 0644); }}\n",
+            loaded.as_str()
+        ),
+    )
+    .expect("write engine.c");
+    common::sh(&format!(
+        "cc -shared -fPIC -o {} -x c {}",
+        so.as_str(),
+        c.as_str()
+    ));
+    let fio_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tmp");
+    let control = fio_dir.path().join("control.fio");
+    std::fs::write(
+        &control,
+        format!("[w]\nrw=write\nsize=64k\nioengine={}\n", so.as_str()),
+    )
+    .expect("write control job");
+    let _ = std::process::Command::new("fio")
+        .arg(&control)
+        .current_dir(fio_dir.path())
+        .output()
+        .expect("run fio");
+    assert!(
+        loaded.exists(),
+        "the control: fio itself should load {}",
+        so.as_str()
+    );
+    std::fs::remove_file(&loaded.0).expect("remove the mark");
+    for job in [
+        format!("[w]\nrw=write\nsize=64k\nioengine={}\n", so.as_str()),
+        format!(
+            "[w]\nrw=write\nsize=64k\nioengine=external:{}\n",
+            so.as_str()
+        ),
+        format!(
+            "[w]\nrw=write\nsize=64k\n{}",
+            hidden_after_comment(&format!("ioengine={}", so.as_str()))
+        ),
+    ] {
+        let (status, why) = post_fio(&agent, &job).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{why}");
+        assert!(!loaded.exists(), "fio loaded {} for the agent", so.as_str());
+    }
+
     // The engines in the allowlist run.
     for engine in ["psync", "sync", "libaio", "posixaio", "pvsync2"] {
         let job = format!("[w]\nrw=write\nbs=4k\nsize=64k\nioengine={engine}\n");
