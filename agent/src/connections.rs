@@ -50,7 +50,8 @@ const RESERVED_FDS: u64 = 320;
 const MIN_CONNECTIONS: usize = 8;
 
 /// Raises the soft descriptor limit to the hard one and returns `wanted`, lowered so that the
-/// connections leave [`RESERVED_FDS`] descriptors for workloads.
+/// connections leave [`RESERVED_FDS`] descriptors for workloads (half the limit under a limit
+/// below twice that).
 pub fn connection_cap(wanted: usize) -> usize {
     // SAFETY: rlimit is plain old data; getrlimit/setrlimit only read and write it.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
@@ -69,7 +70,14 @@ pub fn connection_cap(wanted: usize) -> usize {
         }
     }
     #[allow(clippy::unnecessary_cast)] // rlim_t differs between libc targets
-    let budget = (lim.rlim_cur as u64).saturating_sub(RESERVED_FDS);
+    let limit = lim.rlim_cur as u64;
+    // Under a small limit, workloads that need 320 descriptors fail anyway: give connections
+    // half, so that the agent stays reachable and small workloads still run.
+    let budget = if limit >= 2 * RESERVED_FDS {
+        limit - RESERVED_FDS
+    } else {
+        limit / 2
+    };
     wanted.min(
         usize::try_from(budget)
             .unwrap_or(usize::MAX)
