@@ -3,6 +3,7 @@
 //! It runs as PID 1's child in a tiny initramfs (busybox, no `/etc/passwd`, no DNS), so it
 //! needs nothing beyond the kernel, `/proc` and its token file.
 
+mod connections;
 mod identity;
 mod server;
 mod sysinfo;
@@ -13,6 +14,7 @@ use clap::Parser;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Command line of `firstbad-agent`.
 #[derive(Debug, Parser)]
@@ -37,6 +39,27 @@ struct Cli {
     /// Allow `command` workloads, which run a user's script as the agent's user.
     #[arg(long)]
     allow_command: bool,
+    /// Seconds a connection may wait for a request's headers to be complete, counted from when
+    /// the agent starts waiting for them (a new connection, or a kept-alive one after its last
+    /// answer), before it is closed.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout_s: u64,
+    /// Seconds a client has to send a request's body once its headers are in.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    body_timeout_s: u64,
+    /// Seconds a connection may stay open with no request in progress and no byte moving, e.g.
+    /// a client that stops reading an answer (one waiting for headers goes at the header
+    /// timeout first).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_s: u64,
+    /// Most memory one run's buffers and samples may take, in MiB (default: a quarter of the
+    /// host's MemTotal, at most 2048).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    run_memory_mb: Option<u64>,
+    /// Most connections open at once (lowered to fit the descriptor limit); past it the oldest
+    /// idle or slow connection is closed, unauthenticated ones first.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
 }
 
 fn main() -> ExitCode {
@@ -107,10 +130,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let limits = workloads::Limits {
             devices: cli.scratch_device.clone(),
             allow_command: cli.allow_command,
+            budget: match cli.run_memory_mb {
+                Some(mb) => workloads::budget::Budget::of_this_host().with_memory(mb << 20),
+                None => workloads::budget::Budget::of_this_host(),
+            },
         };
+        tracing::info!(budget = ?limits.budget, "per-run bounds");
         let app = server::router(server::AppState::new(token, scratch, limits));
-        axum::serve(listener, app)
-            .await
-            .context("HTTP server failed")
+        let conn_limits = connections::ConnLimits {
+            header_timeout: Duration::from_secs(cli.header_timeout_s),
+            body_timeout: Duration::from_secs(cli.body_timeout_s),
+            idle_timeout: Duration::from_secs(cli.idle_timeout_s),
+            max_connections: connections::connection_cap(
+                usize::try_from(cli.max_connections).unwrap_or(usize::MAX),
+            ),
+        };
+        tracing::info!(?conn_limits, "serving");
+        connections::serve(listener, app, conn_limits).await;
+        Ok(())
     })
 }

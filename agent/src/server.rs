@@ -17,9 +17,13 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Largest request body: a run request is a few hundred bytes.
-const BODY_LIMIT: usize = 64 * 1024;
+pub const BODY_LIMIT: usize = 64 * 1024;
 /// Finished runs kept for polling; older ones are forgotten (each may hold 1M samples).
 const KEPT_RUNS: usize = 32;
+/// Samples kept over all finished runs (8 bytes each in memory, about 20 as JSON): past it the
+/// oldest finished runs are forgotten even within [`KEPT_RUNS`]; 32 runs of a million samples
+/// each held 256 MB (issue 19). The newest run is always kept, so that it can be polled.
+const KEPT_SAMPLES: usize = 4_000_000;
 /// How long a cancel request waits for the workload to stop and clean up before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -107,6 +111,11 @@ impl AppError {
     }
 }
 
+/// An [`ApiError`] answer with `status`, for the layers in front of the router.
+pub fn error_response(status: StatusCode, message: String) -> Response {
+    AppError::new(status, message).into_response()
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let body = Json(ApiError {
@@ -139,7 +148,12 @@ async fn require_token(State(state): State<AppState>, request: Request, next: Ne
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
     match presented {
-        Some(token) if constant_time_eq(token, &state.0.token) => next.run(request).await,
+        Some(token) if constant_time_eq(token, &state.0.token) => {
+            if let Some(conn) = request.extensions().get::<crate::connections::Conn>() {
+                conn.0.mark_authenticated();
+            }
+            next.run(request).await
+        }
         Some(_) => AppError::new(StatusCode::UNAUTHORIZED, "wrong bearer token").into_response(),
         None => AppError::new(
             StatusCode::UNAUTHORIZED,
@@ -281,21 +295,35 @@ fn finish(
         tracing::info!(run = %id, state = ?status.state, error = status.error, "run ended");
     }
     runs.running = None;
+    forget_old_runs(&mut runs);
     drop(runs);
     state.0.run_ended.notify_waiters();
 }
 
-/// Forgets the oldest finished runs beyond [`KEPT_RUNS`].
+/// Samples a run holds: every series' and the vmstat series'.
+fn samples_of(status: &RunStatus) -> usize {
+    status.result.as_ref().map_or(0, |r| {
+        r.series.values().map(|s| s.samples.len()).sum::<usize>() + r.vmstat.len()
+    })
+}
+
+/// Forgets the oldest finished runs beyond [`KEPT_RUNS`] or [`KEPT_SAMPLES`]; never the
+/// running one nor the newest.
 fn forget_old_runs(runs: &mut Runs) {
-    while runs.order.len() > KEPT_RUNS {
-        let Some(oldest) = runs.order.pop_front() else {
-            break;
-        };
-        if runs.running.as_deref() == Some(oldest.as_str()) {
-            runs.order.push_front(oldest);
-            break;
+    let mut total: usize = runs.by_id.values().map(|r| samples_of(&r.status)).sum();
+    let newest = runs.order.back().cloned();
+    let mut i = 0;
+    while i < runs.order.len() && (runs.order.len() > KEPT_RUNS || total > KEPT_SAMPLES) {
+        let id = &runs.order[i];
+        if runs.running.as_deref() == Some(id.as_str()) || newest.as_ref() == Some(id) {
+            i += 1;
+            continue;
         }
-        runs.by_id.remove(&oldest);
+        if let Some(id) = runs.order.remove(i) {
+            if let Some(run) = runs.by_id.remove(&id) {
+                total -= samples_of(&run.status);
+            }
+        }
     }
 }
 
@@ -341,6 +369,47 @@ async fn cancel_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn finished(id: &str, samples: usize) -> Run {
+        let mut result = workloads::empty_result("fsync-latency", 1.0);
+        result.series.insert(
+            "fsync_latency".to_owned(),
+            firstbad_wire::Series {
+                unit: "ms".to_owned(),
+                samples: vec![1.0; samples],
+            },
+        );
+        Run {
+            status: RunStatus {
+                id: id.to_owned(),
+                state: RunState::Done,
+                result: Some(result),
+                error: None,
+            },
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    // issue 19: 32 kept runs of a million samples each held 256 MB.
+    #[test]
+    fn kept_results_are_bounded_by_their_samples_not_only_their_count() {
+        let mut runs = Runs::default();
+        for i in 0..6 {
+            let id = format!("r{i}");
+            runs.by_id.insert(id.clone(), finished(&id, 1_000_000));
+            runs.order.push_back(id);
+        }
+        forget_old_runs(&mut runs);
+        let kept: Vec<&str> = runs.order.iter().map(String::as_str).collect();
+        assert_eq!(kept, ["r2", "r3", "r4", "r5"]);
+        assert_eq!(runs.by_id.len(), 4);
+        // The newest is kept whatever its size.
+        runs.by_id
+            .insert("big".to_owned(), finished("big", 5_000_000));
+        runs.order.push_back("big".to_owned());
+        forget_old_runs(&mut runs);
+        assert_eq!(runs.order, ["big"]);
+    }
 
     #[test]
     fn constant_time_eq_needs_every_byte() {

@@ -162,6 +162,7 @@ impl TestHost for FakeHost {
                     kind: "fsync-latency".into(),
                     series: Default::default(),
                     metrics: BTreeMap::from([("p50".to_owned(), value)]),
+                    unavailable: Default::default(),
                     duration_s: 1.0,
                     system: None,
                     vmstat: Vec::new(),

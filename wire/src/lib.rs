@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of this protocol; the orchestrator refuses an agent that speaks another.
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// 2: [`WorkloadResult::unavailable`]; a metric is finite or absent, never `null` (issue 19).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The TCP port the agent listens on inside a qemu guest.
 pub const GUEST_AGENT_PORT: u16 = 8080;
@@ -181,8 +183,9 @@ pub struct Threads {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fio {
-    /// The job file's text. The agent runs it in a fresh directory inside scratch; options that
-    /// name other paths (`filename`, `directory`, `include`, `exec_*` ...) are refused.
+    /// The job file's text. The agent parses it as fio does, refuses options and engines
+    /// outside its allowlist (`docs/agent-fio.md`; none names a path or a program) and runs
+    /// the parsed form, never this text, in a fresh directory inside scratch.
     pub job: String,
     /// A scratch block device (one of the agent's `--scratch-device`s) that every job of the
     /// file uses: the agent puts `filename=<device>` in a `[global]` section ahead of the job.
@@ -304,7 +307,8 @@ pub struct VmstatSample {
     pub nr_writeback: u64,
 }
 
-/// Metric keys the `sequential` workload reports.
+/// Metric keys the `sequential` workload reports (each is in `metrics` or, with its reason, in
+/// `unavailable`).
 pub const SEQUENTIAL_METRICS: &[&str] = &[
     "mb_s",
     "request_latency_p50_ms",
@@ -318,7 +322,8 @@ pub const SEQUENTIAL_METRICS: &[&str] = &[
     "mb_s_per_cpu_pct",
 ];
 
-/// Metric keys the `threads` workload reports (besides per-thread series).
+/// Metric keys the `threads` workload reports (besides per-thread series; each is in `metrics`
+/// or, with its reason, in `unavailable`).
 pub const THREADS_METRICS: &[&str] = &[
     "total_mb_s",
     "latency_avg_ms",
@@ -370,8 +375,13 @@ pub struct WorkloadResult {
     pub kind: String,
     /// Raw samples by series name, e.g. `fsync_latency` (every fsync, in `unit`).
     pub series: BTreeMap<String, Series>,
-    /// Scalar metrics by name, e.g. `fsync_latency_p99_ms`, `writer_mb_s`.
+    /// Scalar metrics by name, e.g. `fsync_latency_p99_ms`, `writer_mb_s`. Every value is
+    /// finite: a metric that could not be computed is in `unavailable` instead.
     pub metrics: BTreeMap<String, f64>,
+    /// Metrics this run could not compute, by name, with the reason (e.g.
+    /// `mb_s_per_cpu_pct`: no CPU time was measured). A name is in `metrics` or here, not both.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: BTreeMap<String, String>,
     /// Wall-clock duration of the run in seconds.
     pub duration_s: f64,
     /// The test host's state when the run started.
@@ -380,6 +390,44 @@ pub struct WorkloadResult {
     /// A vmstat-style sample each second of the run.
     #[serde(default)]
     pub vmstat: Vec<VmstatSample>,
+}
+
+impl WorkloadResult {
+    /// Records `value` as metric `name` if it is finite, and as unavailable with `reason`
+    /// otherwise (NaN and infinities serialise as `null`, which no reader can use).
+    pub fn set_metric(&mut self, name: &str, value: f64, reason: &str) {
+        if value.is_finite() {
+            self.unavailable.remove(name);
+            self.metrics.insert(name.to_owned(), value);
+        } else {
+            self.metrics.remove(name);
+            self.unavailable.insert(name.to_owned(), reason.to_owned());
+        }
+    }
+
+    /// Moves every metric that is not finite to `unavailable` and drops samples that are not
+    /// finite, so that the result holds numbers only; returns how many it changed.
+    pub fn keep_finite(&mut self) -> usize {
+        let bad: Vec<String> = self
+            .metrics
+            .iter()
+            .filter(|(_, v)| !v.is_finite())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut changed = bad.len();
+        for name in bad {
+            let value = self.metrics.remove(&name).unwrap_or(f64::NAN);
+            self.unavailable
+                .entry(name)
+                .or_insert_with(|| format!("computed as {value}, which is not a finite number"));
+        }
+        for series in self.series.values_mut() {
+            let before = series.samples.len();
+            series.samples.retain(|v| v.is_finite());
+            changed += before - series.samples.len();
+        }
+        changed
+    }
 }
 
 /// A series of raw samples with their unit.
@@ -441,6 +489,47 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("fsync_count"), "{err}");
+    }
+
+    // issue 19: a NaN metric went out as `"mb_s_per_cpu_pct": null`.
+    #[test]
+    fn metrics_are_finite_or_unavailable_with_a_reason() {
+        let mut r = WorkloadResult {
+            kind: "threads".into(),
+            series: BTreeMap::from([(
+                "x".to_owned(),
+                Series {
+                    unit: "ms".into(),
+                    samples: vec![1.0, f64::NAN, 2.0, f64::INFINITY],
+                },
+            )]),
+            metrics: BTreeMap::from([("a".to_owned(), 1.0), ("b".to_owned(), f64::NAN)]),
+            unavailable: BTreeMap::new(),
+            duration_s: 1.0,
+            system: None,
+            vmstat: Vec::new(),
+        };
+        r.set_metric("c", f64::INFINITY, "no CPU time was measured");
+        assert_eq!(r.keep_finite(), 3);
+        let json = serde_json::to_string(&r).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let metrics = value["metrics"].as_object().unwrap();
+        assert!(metrics.values().all(|v| v.is_number()), "{json}");
+        let back: WorkloadResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.metrics.keys().collect::<Vec<_>>(), ["a"]);
+        assert_eq!(back.unavailable["c"], "no CPU time was measured");
+        assert!(
+            back.unavailable["b"].contains("NaN"),
+            "{:?}",
+            back.unavailable
+        );
+        assert_eq!(back.series["x"].samples, vec![1.0, 2.0]);
+        // A result from an agent that never sends the field still parses.
+        let old = r#"{"kind":"k","series":{},"metrics":{},"duration_s":1.0}"#;
+        assert!(serde_json::from_str::<WorkloadResult>(old)
+            .unwrap()
+            .unavailable
+            .is_empty());
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub fn extract(source: &MetricSource, stdout: &str) -> Result<BTreeMap<String, V
                     continue;
                 };
                 for (k, v) in obj {
-                    if let Some(x) = v.as_f64() {
+                    if let Some(x) = v.as_f64().filter(|x| x.is_finite()) {
                         series.entry(k).or_default().push(x);
                     }
                 }
@@ -98,7 +98,12 @@ pub fn extract(source: &MetricSource, stdout: &str) -> Result<BTreeMap<String, V
             let names: Vec<&str> = re.capture_names().flatten().collect();
             for caps in re.captures_iter(stdout) {
                 for name in &names {
-                    if let Some(x) = caps.name(name).and_then(|m| m.as_str().parse().ok()) {
+                    // Rust reads "inf" and "NaN" as numbers; a metric must be a finite one.
+                    if let Some(x) = caps
+                        .name(name)
+                        .and_then(|m| m.as_str().parse::<f64>().ok())
+                        .filter(|x| x.is_finite())
+                    {
                         series.entry((*name).to_owned()).or_default().push(x);
                     }
                 }
@@ -111,14 +116,15 @@ pub fn extract(source: &MetricSource, stdout: &str) -> Result<BTreeMap<String, V
 /// Each metric is the mean of its values (a script that prints one summary gives that value);
 /// every value is kept as a series.
 fn summarize(values: BTreeMap<String, Vec<f64>>, duration: Duration) -> WorkloadResult {
-    let mut metrics = BTreeMap::new();
-    let mut series = BTreeMap::new();
+    let mut r = super::empty_result("command", duration.as_secs_f64());
     for (name, samples) in values {
-        metrics.insert(
-            name.clone(),
+        // Finite values can still sum past f64::MAX.
+        r.set_metric(
+            &name,
             samples.iter().sum::<f64>() / samples.len().max(1) as f64,
+            "the mean of its values is not a finite number (they sum past 1.8e308)",
         );
-        series.insert(
+        r.series.insert(
             name,
             Series {
                 unit: String::new(),
@@ -126,14 +132,7 @@ fn summarize(values: BTreeMap<String, Vec<f64>>, duration: Duration) -> Workload
             },
         );
     }
-    WorkloadResult {
-        kind: "command".to_owned(),
-        series,
-        metrics,
-        duration_s: duration.as_secs_f64(),
-        system: None,
-        vmstat: Vec::new(),
-    }
+    r
 }
 
 #[cfg(test)]
@@ -151,6 +150,22 @@ mod tests {
             pattern: r"(?P<mb_s>[0-9.]+) MB/s".to_owned(),
         };
         assert_eq!(extract(&re, dd).expect("regex")["mb_s"], vec![524.0]);
+    }
+
+    // issue 19: "inf" and "NaN" parse as f64 and went out as `null`.
+    #[test]
+    fn values_that_are_not_finite_are_not_metrics() {
+        let re = MetricSource::Regex {
+            pattern: r"x=(?P<x>\S+)".to_owned(),
+        };
+        let s = extract(&re, "x=inf\nx=NaN\nx=2\n").expect("regex");
+        assert_eq!(s["x"], vec![2.0]);
+        let r = summarize(
+            BTreeMap::from([("big".to_owned(), vec![f64::MAX, f64::MAX])]),
+            Duration::ZERO,
+        );
+        assert!(!r.metrics.contains_key("big"));
+        assert!(r.unavailable["big"].contains("not a finite number"));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `fio`: runs a job file with the host's fio (`--output-format=json`) in a fresh directory
 //! inside scratch, or on a scratch device, and maps its JSON to metrics.
 
-use super::{run_child, Limits, Outcome, WorkloadError};
-use firstbad_wire::{Fio, Series, WorkloadResult};
+use super::{fio_job, run_child, Limits, Outcome, WorkloadError};
+use firstbad_wire::{Fio, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,17 +11,6 @@ use std::time::{Duration, Instant};
 
 /// Largest job file: a job file is a few hundred bytes (the request body is 64 KiB anyway).
 const MAX_JOB_BYTES: usize = 32 * 1024;
-/// Options that point fio at paths outside its working directory (or at programs).
-const REFUSED_KEYS: &[&str] = &[
-    "filename",
-    "directory",
-    "opendir",
-    "filename_format",
-    "exec_prerun",
-    "exec_postrun",
-    "ioscheduler",
-    "cgroup",
-];
 /// The fio percentiles mapped to metric suffixes (fio's default percentile list has them all).
 const PERCENTILES: &[(&str, &str)] = &[
     ("50.000000", "p50"),
@@ -31,7 +20,7 @@ const PERCENTILES: &[(&str, &str)] = &[
 ];
 
 /// Refuses job files that could write outside scratch or run programs, and devices that are not
-/// scratch devices; the error names the line or the device.
+/// scratch devices; the error names the line and the option, or the device.
 pub fn validate(p: &Fio, limits: &Limits) -> Result<(), String> {
     if let Some(device) = &p.device {
         limits
@@ -47,34 +36,7 @@ pub fn validate(p: &Fio, limits: &Limits) -> Result<(), String> {
     if p.timeout_s == 0 {
         return Err("fio: timeout_s = 0 is out of range 1..".to_owned());
     }
-    for (n, raw) in p.job.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty()
-            || line.starts_with('#')
-            || line.starts_with(';')
-            || line.starts_with('[')
-        {
-            continue;
-        }
-        let why = |what: &str| format!("fio: job line {}: {line:?}: {what}", n + 1);
-        if line.starts_with("include") {
-            return Err(why("include is refused: give the whole job inline"));
-        }
-        let (key, value) = line.split_once('=').unwrap_or((line, ""));
-        let key = key.trim().to_ascii_lowercase();
-        let value = value.trim();
-        if REFUSED_KEYS.contains(&key.as_str()) {
-            return Err(why(
-                "names a path or program; the agent runs fio in its own scratch directory",
-            ));
-        }
-        if key == "ioengine" && (value.starts_with("external") || value == "exec") {
-            return Err(why("external and exec engines run arbitrary code"));
-        }
-        if value.starts_with('/') || value.contains("..") || value.contains('$') {
-            return Err(why("absolute paths, '..' and $variables are refused"));
-        }
-    }
+    fio_job::parse(&p.job).map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -82,7 +44,8 @@ pub fn validate(p: &Fio, limits: &Limits) -> Result<(), String> {
 pub fn run(p: &Fio, dir: &Path, cancel: &AtomicBool) -> Result<Outcome, WorkloadError> {
     let started = Instant::now();
     let job = dir.join("job.fio");
-    std::fs::write(&job, job_text(p)).map_err(WorkloadError::io(&job, "write"))?;
+    let text = job_text(p).map_err(WorkloadError::External)?;
+    std::fs::write(&job, text).map_err(WorkloadError::io(&job, "write"))?;
     let mut cmd = std::process::Command::new("fio");
     cmd.arg("--output-format=json")
         .arg("job.fio")
@@ -99,27 +62,17 @@ pub fn run(p: &Fio, dir: &Path, cancel: &AtomicBool) -> Result<Outcome, Workload
         )));
     }
     let (metrics, series) = parse(&stdout).map_err(WorkloadError::External)?;
-    Ok(Outcome::Done(WorkloadResult {
-        kind: "fio".to_owned(),
-        series,
-        metrics,
-        duration_s: started.elapsed().as_secs_f64(),
-        system: None,
-        vmstat: Vec::new(),
-    }))
+    let mut result = super::empty_result("fio", started.elapsed().as_secs_f64());
+    result.series = series;
+    result.metrics = metrics;
+    Ok(Outcome::Done(result))
 }
 
-/// The job file fio runs: the user's, after a `[global]` section naming the scratch device if
-/// there is one. Jobs inherit the global options that come before them, and the user's job
-/// cannot set `filename` itself (refused by [`validate`]).
-fn job_text(p: &Fio) -> String {
-    match &p.device {
-        Some(device) => format!(
-            "; added by firstbad-agent: the scratch device\n[global]\nfilename={device}\n\n{}",
-            p.job
-        ),
-        None => p.job.clone(),
-    }
+/// The job file fio runs, written from the parsed job (never the user's text), after a
+/// `[global]` section naming the scratch device if there is one.
+fn job_text(p: &Fio) -> Result<String, String> {
+    let job = fio_job::parse(&p.job).map_err(|e| e.to_string())?;
+    Ok(job.render(p.device.as_deref()))
 }
 
 /// The last lines of what fio said, for an error message.
@@ -261,12 +214,12 @@ mod tests {
         validate(&on("/dev/loop7"), &limits).expect("a scratch device");
         let e = validate(&on("/dev/sda"), &limits).unwrap_err();
         assert!(e.contains("not a scratch device"), "{e}");
-        let text = job_text(&on("/dev/loop7"));
+        let text = job_text(&on("/dev/loop7")).expect("valid job");
         assert!(
-            text.contains("[global]\nfilename=/dev/loop7\n\n[r]\nrw=read"),
+            text.contains("[global]\nfilename=/dev/loop7\n[r]\nrw=read"),
             "{text}"
         );
-        assert_eq!(job_text(&job("[r]\n")), "[r]\n");
+        assert!(job_text(&job("[r]\n")).expect("valid").ends_with("\n[r]\n"));
     }
 
     #[test]

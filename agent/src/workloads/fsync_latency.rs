@@ -1,9 +1,8 @@
 //! `fsync-latency`: small appends, each followed by a timed fsync, while background writers
 //! stream buffered writes (the shape of kernel bug 12309).
 
-use super::{latency_metrics, sleep_unless_cancelled, Outcome, WorkloadError};
+use super::{add_latency_metrics, empty_result, sleep_unless_cancelled, Outcome, WorkloadError};
 use firstbad_wire::{FsyncLatency, Series, WorkloadResult};
-use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
@@ -119,10 +118,12 @@ pub fn run(p: &FsyncLatency, dir: &Path, cancel: &AtomicBool) -> Result<Outcome,
         writers_ended = writers_ended.max(ended);
     }
     let writer_secs = writers_ended.duration_since(started).as_secs_f64();
-    let writer_mb_s = if writer_secs > 0.0 {
-        writer_bytes as f64 / 1e6 / writer_secs
+    let writer_mb_s = if p.writers == 0 {
+        Err("writers = 0: no background writer ran")
+    } else if writer_secs > 0.0 {
+        Ok(writer_bytes as f64 / 1e6 / writer_secs)
     } else {
-        0.0
+        Err("the background writers ended before the clock moved")
     };
     Ok(Outcome::Done(summarize(
         samples,
@@ -194,26 +195,28 @@ fn timed_fsyncs(
     Ok(Some(samples))
 }
 
-/// The result: every fsync latency plus its percentiles, and the writers' throughput.
-fn summarize(samples: Vec<f64>, writer_mb_s: f64, duration: Duration) -> WorkloadResult {
-    let mut metrics = latency_metrics("fsync_latency", &samples);
-    metrics.insert("writer_mb_s".to_owned(), writer_mb_s);
-    metrics.insert("fsyncs".to_owned(), samples.len() as f64);
-    let series = BTreeMap::from([(
+/// The result: every fsync latency plus its percentiles, and the writers' throughput (or why
+/// there is none).
+fn summarize(
+    samples: Vec<f64>,
+    writer_mb_s: Result<f64, &str>,
+    duration: Duration,
+) -> WorkloadResult {
+    let mut r = empty_result("fsync-latency", duration.as_secs_f64());
+    add_latency_metrics(&mut r, "fsync_latency", &samples, "no fsync was timed");
+    match writer_mb_s {
+        Ok(v) => r.set_metric("writer_mb_s", v, "not a finite rate"),
+        Err(why) => r.set_metric("writer_mb_s", f64::NAN, why),
+    }
+    r.metrics.insert("fsyncs".to_owned(), samples.len() as f64);
+    r.series.insert(
         "fsync_latency".to_owned(),
         Series {
             unit: "ms".to_owned(),
             samples,
         },
-    )]);
-    WorkloadResult {
-        kind: "fsync-latency".to_owned(),
-        series,
-        metrics,
-        duration_s: duration.as_secs_f64(),
-        system: None,
-        vmstat: Vec::new(),
-    }
+    );
+    r
 }
 
 #[cfg(test)]
@@ -271,7 +274,7 @@ mod tests {
     #[test]
     fn summary_has_ordered_percentiles_and_every_sample() {
         let samples = vec![5.0, 1.0, 3.0, 2.0, 4.0];
-        let r = summarize(samples.clone(), 12.5, Duration::from_secs(2));
+        let r = summarize(samples.clone(), Ok(12.5), Duration::from_secs(2));
         assert_eq!(r.series["fsync_latency"].samples, samples);
         assert_eq!(r.metrics["fsync_latency_p50_ms"], 3.0);
         assert_eq!(r.metrics["fsync_latency_max_ms"], 5.0);
@@ -279,6 +282,19 @@ mod tests {
         assert_eq!(r.metrics["fsyncs"], 5.0);
         assert_eq!(r.metrics["writer_mb_s"], 12.5);
         assert_eq!(r.duration_s, 2.0);
+        assert!(r.unavailable.is_empty(), "{:?}", r.unavailable);
+    }
+
+    // issue 19: a metric that cannot be computed is left out, with the reason.
+    #[test]
+    fn without_writers_the_writer_rate_is_unavailable_not_zero() {
+        let r = summarize(
+            vec![1.0],
+            Err("writers = 0: no background writer ran"),
+            Duration::ZERO,
+        );
+        assert!(!r.metrics.contains_key("writer_mb_s"), "{:?}", r.metrics);
+        assert!(r.unavailable["writer_mb_s"].contains("writers = 0"));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The workloads the agent runs, and what they share: validation, space needs, scratch files.
 
+pub mod budget;
 pub mod command;
 pub mod fio;
+pub mod fio_job;
 pub mod fsync_latency;
 pub mod sequential;
 pub mod threads;
@@ -75,6 +77,8 @@ pub struct Limits {
     pub devices: Vec<PathBuf>,
     /// Whether `command` workloads may run (`--allow-command`).
     pub allow_command: bool,
+    /// How much memory one run may take on this host.
+    pub budget: budget::Budget,
 }
 
 impl Limits {
@@ -155,7 +159,8 @@ pub fn validate(workload: &Workload, limits: &Limits) -> Result<(), String> {
         Workload::Threads(p) => threads::validate(p),
         Workload::Fio(p) => fio::validate(p, limits),
         Workload::Command(p) => command::validate(p, limits),
-    }
+    }?;
+    budget::check(workload, &limits.budget)
 }
 
 /// Checks, as a run is requested, that the scratch devices it uses are still free (nothing
@@ -198,7 +203,8 @@ pub fn bytes_needed(workload: &Workload) -> u64 {
         Workload::FsyncLatency(p) => fsync_latency::bytes_needed(p),
         Workload::Sequential(p) => sequential::bytes_needed(p),
         Workload::Threads(p) => threads::bytes_needed(p),
-        // fio's job may say anything; its `size=` is checked by fio itself against free space.
+        Workload::Fio(p) if p.device.is_none() => budget::fio_bytes_needed(&p.job),
+        // On a device fio writes nothing to scratch; a script is trusted (--allow-command).
         Workload::Fio(_) | Workload::Command(_) => 0,
     }
 }
@@ -231,6 +237,17 @@ pub fn run(
     let duration_s = t0.elapsed().as_secs_f64();
     let outcome = outcome.map(|o| match o {
         Outcome::Done(mut result) => {
+            // Each workload says why a metric is missing; this is the net under them all, so
+            // that no NaN goes out as `null` (issue 19).
+            let changed = result.keep_finite();
+            if changed > 0 {
+                tracing::warn!(
+                    kind = workload.kind(),
+                    changed,
+                    unavailable = ?result.unavailable,
+                    "values that are not finite numbers were left out"
+                );
+            }
             result.system = Some(system);
             result.vmstat = vmstat;
             result.duration_s = duration_s;
@@ -360,8 +377,14 @@ pub fn drop_caches(file: &File, path: &Path) -> Result<(), WorkloadError> {
     Ok(())
 }
 
-/// `{prefix}_p50_ms`, p90, p99, p99.9, max and mean of latencies in ms.
-pub fn latency_metrics(prefix: &str, samples: &[f64]) -> BTreeMap<String, f64> {
+/// Adds `{prefix}_p50_ms`, p90, p99, p99.9, max and mean of `samples` (latencies in ms) to
+/// `result`; with no sample they are unavailable, with `why_none` as the reason.
+pub fn add_latency_metrics(
+    result: &mut WorkloadResult,
+    prefix: &str,
+    samples: &[f64],
+    why_none: &str,
+) {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     let pct = |p| percentile(&sorted, p).unwrap_or(f64::NAN);
@@ -370,14 +393,29 @@ pub fn latency_metrics(prefix: &str, samples: &[f64]) -> BTreeMap<String, f64> {
     } else {
         sorted.iter().sum::<f64>() / sorted.len() as f64
     };
-    BTreeMap::from([
-        (format!("{prefix}_p50_ms"), pct(50.0)),
-        (format!("{prefix}_p90_ms"), pct(90.0)),
-        (format!("{prefix}_p99_ms"), pct(99.0)),
-        (format!("{prefix}_p999_ms"), pct(99.9)),
-        (format!("{prefix}_max_ms"), pct(100.0)),
-        (format!("{prefix}_mean_ms"), mean),
-    ])
+    for (suffix, value) in [
+        ("p50", pct(50.0)),
+        ("p90", pct(90.0)),
+        ("p99", pct(99.0)),
+        ("p999", pct(99.9)),
+        ("max", pct(100.0)),
+        ("mean", mean),
+    ] {
+        result.set_metric(&format!("{prefix}_{suffix}_ms"), value, why_none);
+    }
+}
+
+/// An empty result of `kind`, for the workloads' summaries to fill.
+pub fn empty_result(kind: &str, duration_s: f64) -> WorkloadResult {
+    WorkloadResult {
+        kind: kind.to_owned(),
+        series: BTreeMap::new(),
+        metrics: BTreeMap::new(),
+        unavailable: BTreeMap::new(),
+        duration_s,
+        system: None,
+        vmstat: Vec::new(),
+    }
 }
 
 /// A small xorshift64 generator for random offsets: reproducible, no dependency.
@@ -473,6 +511,86 @@ pub fn run_child(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `workloads/*.toml`, parsed as the orchestrator sends it.
+    fn repo_workloads() -> Vec<(PathBuf, Workload)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("workloads/")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        files
+            .into_iter()
+            .map(|path| {
+                let text = std::fs::read_to_string(&path).expect("read");
+                let w = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                (path, w)
+            })
+            .collect()
+    }
+
+    /// The scratch devices the repository's workloads name, as `--scratch-device`s.
+    fn limits_for(workloads: &[(PathBuf, Workload)]) -> Limits {
+        let mut devices = Vec::new();
+        for (_, w) in workloads {
+            match w {
+                Workload::Sequential(p) => devices.extend(p.device.iter().chain(&p.devices)),
+                Workload::Fio(p) => devices.extend(&p.device),
+                _ => {}
+            }
+        }
+        Limits {
+            devices: devices.into_iter().map(PathBuf::from).collect(),
+            allow_command: false,
+            // The demo's guest has memory_mb = 1024 (configs/demo.toml), of which the kernel
+            // keeps some: MemTotal there is about 980 MiB; 900 leaves room.
+            budget: budget::Budget::for_host_memory(900 << 20),
+        }
+    }
+
+    // issue 19: the fio allowlist and the bounds must still take every workload we ship.
+    #[test]
+    fn every_repo_workload_fits_the_demo_guests_bounds() {
+        let workloads = repo_workloads();
+        assert!(
+            workloads.len() >= 17,
+            "only {} workload files",
+            workloads.len()
+        );
+        let limits = limits_for(&workloads);
+        for (path, w) in &workloads {
+            validate(w, &limits).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
+
+    // issue 19: fio runs the job rendered from the parsed form, so that form must be one fio
+    // reads as the author meant: `fio --parse-only` accepts every rendered repo job.
+    #[test]
+    fn fio_accepts_every_repo_fio_job_as_the_agent_renders_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut n = 0;
+        for (path, w) in repo_workloads() {
+            let Workload::Fio(p) = w else { continue };
+            let job = fio_job::parse(&p.job).expect("valid job");
+            let file = dir.path().join("job.fio");
+            std::fs::write(&file, job.render(p.device.as_deref())).expect("write job");
+            let out = std::process::Command::new("fio")
+                .arg("--parse-only")
+                .arg(&file)
+                .output()
+                .expect("fio is installed (scripts/install-deps)");
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            n += 1;
+        }
+        assert!(n >= 8, "only {n} fio workloads");
+    }
 
     #[test]
     fn free_bytes_of_tmp_is_positive() {

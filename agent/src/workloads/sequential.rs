@@ -3,11 +3,10 @@
 //! page multiples); MB/s per device and in total, per-request latency, and the CPU it cost.
 
 use super::{
-    drop_caches, latency_metrics, open, AlignedBuf, Limits, Outcome, WorkloadError,
-    MAX_SERIES_SAMPLES,
+    add_latency_metrics, drop_caches, empty_result, open, AlignedBuf, Limits, Outcome,
+    WorkloadError, MAX_SERIES_SAMPLES,
 };
 use firstbad_wire::{IoOp, Sequential, Series, WorkloadResult};
-use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -212,57 +211,66 @@ fn summarize(transfers: &[Transfer], wall: f64, duration_s: f64) -> WorkloadResu
         .iter()
         .flat_map(|t| t.latencies.iter().copied())
         .collect();
-    let mut metrics = latency_metrics("request_latency", &all);
+    let mut r = empty_result("sequential", duration_s);
+    add_latency_metrics(
+        &mut r,
+        "request_latency",
+        &all,
+        "no request completed (duration_ms ran out before the first)",
+    );
     let mb_s = bytes as f64 / 1e6 / wall.max(1e-9);
-    metrics.insert("mb_s".to_owned(), mb_s);
-    metrics.insert("bytes".to_owned(), bytes as f64);
-    metrics.insert("requests".to_owned(), requests as f64);
-    metrics.insert("secs".to_owned(), wall);
+    r.metrics.insert("mb_s".to_owned(), mb_s);
+    r.metrics.insert("bytes".to_owned(), bytes as f64);
+    r.metrics.insert("requests".to_owned(), requests as f64);
+    r.metrics.insert("secs".to_owned(), wall);
     let per_target: Vec<f64> = transfers
         .iter()
         .map(|t| t.bytes as f64 / 1e6 / t.secs.max(1e-9))
         .collect();
     if transfers.len() > 1 {
         for (i, rate) in per_target.iter().enumerate() {
-            metrics.insert(format!("dev{i}_mb_s"), *rate);
+            r.metrics.insert(format!("dev{i}_mb_s"), *rate);
         }
     }
     // CPU% as top and vmstat count it: 100 is one CPU busy for the whole transfer.
     let pct = |secs: f64| 100.0 * secs / wall.max(1e-9);
     let us = pct(transfers.iter().map(|t| t.cpu.user).sum());
     let sy = pct(transfers.iter().map(|t| t.cpu.system).sum());
-    metrics.insert("cpu_us_pct".to_owned(), us);
-    metrics.insert("cpu_sy_pct".to_owned(), sy);
-    metrics.insert("cpu_pct".to_owned(), us + sy);
-    metrics.insert(
-        "mb_s_per_cpu_pct".to_owned(),
-        if us + sy > 0.0 { mb_s / (us + sy) } else { 0.0 },
+    r.metrics.insert("cpu_us_pct".to_owned(), us);
+    r.metrics.insert("cpu_sy_pct".to_owned(), sy);
+    r.metrics.insert("cpu_pct".to_owned(), us + sy);
+    // It was 0 when no CPU time was measured: an efficiency of 0 is a lie, not a number.
+    r.set_metric(
+        "mb_s_per_cpu_pct",
+        if us + sy > 0.0 {
+            mb_s / (us + sy)
+        } else {
+            f64::NAN
+        },
+        NO_CPU_TIME,
     );
-    let series = BTreeMap::from([
-        (
-            "request_latency".to_owned(),
-            Series {
-                unit: "ms".to_owned(),
-                samples: all,
-            },
-        ),
-        (
-            "device_mb_s".to_owned(),
-            Series {
-                unit: "MB/s".to_owned(),
-                samples: per_target,
-            },
-        ),
-    ]);
-    WorkloadResult {
-        kind: "sequential".to_owned(),
-        series,
-        metrics,
-        duration_s,
-        system: None,
-        vmstat: Vec::new(),
-    }
+    r.series.insert(
+        "request_latency".to_owned(),
+        Series {
+            unit: "ms".to_owned(),
+            samples: all,
+        },
+    );
+    r.series.insert(
+        "device_mb_s".to_owned(),
+        Series {
+            unit: "MB/s".to_owned(),
+            samples: per_target,
+        },
+    );
+    r
 }
+
+/// Why a rate per CPU percent is unavailable: getrusage counts CPU time in scheduler ticks, so a
+/// short transfer can measure none.
+pub const NO_CPU_TIME: &str =
+    "no CPU time was measured for the I/O threads (the kernel counts it in ticks; the run was \
+     too short to register one)";
 
 /// User and system CPU seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -404,6 +412,32 @@ mod tests {
         assert!((m["cpu_sy_pct"] - 40.0).abs() < 1e-9, "{m:?}");
         assert!((m["mb_s_per_cpu_pct"] - 1.5).abs() < 1e-9, "{m:?}");
         assert_eq!(m["requests"], 8.0);
+    }
+
+    // issue 19: a metric that cannot be computed is left out, with the reason.
+    #[test]
+    fn no_request_and_no_cpu_leave_their_metrics_out_with_a_reason() {
+        let none = Transfer {
+            bytes: 0,
+            secs: 0.0,
+            latencies: Vec::new(),
+            cpu: CpuTimes::default(),
+        };
+        let r = summarize(&[none], 0.0, 0.1);
+        for name in [
+            "request_latency_p50_ms",
+            "request_latency_mean_ms",
+            "mb_s_per_cpu_pct",
+        ] {
+            assert!(!r.metrics.contains_key(name), "{name}: {:?}", r.metrics);
+            assert!(
+                r.unavailable.contains_key(name),
+                "{name}: {:?}",
+                r.unavailable
+            );
+        }
+        assert!(r.unavailable["mb_s_per_cpu_pct"].contains("no CPU time"));
+        assert!(r.metrics.values().all(|v| v.is_finite()), "{:?}", r.metrics);
     }
 
     #[test]

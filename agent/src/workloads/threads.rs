@@ -1,9 +1,11 @@
 //! `threads`: tiobench. 1 to 256 threads each read or write their own file, sequentially or at
 //! random; per-thread and total MB/s, latency, the share of very slow requests, CPU efficiency.
 
-use super::{drop_caches, open, sequential, AlignedBuf, Outcome, WorkloadError, XorShift};
+use super::{
+    add_latency_metrics, drop_caches, empty_result, open, sequential, AlignedBuf, Outcome,
+    WorkloadError, XorShift,
+};
 use firstbad_wire::{IoOp, IoPattern, Series, Threads, WorkloadResult};
-use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -193,7 +195,8 @@ fn summarize(threads: &[ThreadResult], wall: f64, duration: Duration) -> Workloa
     let n = latencies.len().max(1) as f64;
     let share = |limit: f64| 100.0 * latencies.iter().filter(|&&l| l > limit).count() as f64 / n;
     let cpu_pct = 100.0 * threads.iter().map(|t| t.cpu_secs).sum::<f64>() / wall.max(1e-9);
-    let mut metrics = BTreeMap::from([
+    let mut r = empty_result("threads", duration.as_secs_f64());
+    r.metrics.extend([
         ("total_mb_s".to_owned(), total_mb_s),
         (
             "latency_avg_ms".to_owned(),
@@ -206,43 +209,36 @@ fn summarize(threads: &[ThreadResult], wall: f64, duration: Duration) -> Workloa
         ("over_2s_pct".to_owned(), share(SLOW_MS[0])),
         ("over_10s_pct".to_owned(), share(SLOW_MS[1])),
         ("cpu_pct".to_owned(), cpu_pct),
-        (
-            "mb_s_per_cpu_pct".to_owned(),
-            if cpu_pct > 0.0 {
-                total_mb_s / cpu_pct
-            } else {
-                f64::NAN
-            },
-        ),
         ("threads".to_owned(), threads.len() as f64),
     ]);
-    metrics.extend(super::latency_metrics("latency", &latencies));
+    // Was NaN, sent as `null`, when no CPU time was measured (issue 19).
+    r.set_metric(
+        "mb_s_per_cpu_pct",
+        if cpu_pct > 0.0 {
+            total_mb_s / cpu_pct
+        } else {
+            f64::NAN
+        },
+        sequential::NO_CPU_TIME,
+    );
+    add_latency_metrics(&mut r, "latency", &latencies, "no request was timed");
     let mut samples = latencies;
     samples.truncate(super::MAX_SERIES_SAMPLES);
-    let series = BTreeMap::from([
-        (
-            "thread_mb_s".to_owned(),
-            Series {
-                unit: "MB/s".to_owned(),
-                samples: per_thread,
-            },
-        ),
-        (
-            "request_latency".to_owned(),
-            Series {
-                unit: "ms".to_owned(),
-                samples,
-            },
-        ),
-    ]);
-    WorkloadResult {
-        kind: "threads".to_owned(),
-        series,
-        metrics,
-        duration_s: duration.as_secs_f64(),
-        system: None,
-        vmstat: Vec::new(),
-    }
+    r.series.insert(
+        "thread_mb_s".to_owned(),
+        Series {
+            unit: "MB/s".to_owned(),
+            samples: per_thread,
+        },
+    );
+    r.series.insert(
+        "request_latency".to_owned(),
+        Series {
+            unit: "ms".to_owned(),
+            samples,
+        },
+    );
+    r
 }
 
 #[cfg(test)]
@@ -265,6 +261,27 @@ mod tests {
         assert_eq!(r.metrics["cpu_pct"], 25.0);
         assert_eq!(r.metrics["mb_s_per_cpu_pct"], 2.0 / 25.0);
         assert_eq!(r.series["thread_mb_s"].samples, vec![2.0]);
+    }
+
+    // issue 19: `"mb_s_per_cpu_pct": null` (a NaN) when the measured CPU time was 0.
+    #[test]
+    fn no_cpu_time_leaves_the_efficiency_out_with_a_reason() {
+        let t = ThreadResult {
+            bytes: 4096,
+            secs: 0.001,
+            cpu_secs: 0.0,
+            latencies: vec![0.5],
+        };
+        let r = summarize(&[t], 0.001, Duration::from_millis(2));
+        assert!(
+            !r.metrics.contains_key("mb_s_per_cpu_pct"),
+            "{:?}",
+            r.metrics
+        );
+        assert!(r.unavailable["mb_s_per_cpu_pct"].contains("no CPU time"));
+        let json = serde_json::to_value(&r).expect("serialise");
+        let metrics = json["metrics"].as_object().expect("metrics");
+        assert!(metrics.values().all(|v| v.is_number()), "{json}");
     }
 
     #[test]

@@ -35,8 +35,26 @@ impl Agent {
 
     /// Like [`Agent::start`], with the scratch directory made inside `parent`.
     pub fn start_in(parent: &Path, extra: &[&str]) -> Agent {
+        Agent::spawn(parent, &[], extra)
+    }
+
+    /// Like [`Agent::start`], run through `wrapper` (e.g. `prlimit --nofile=64:64`).
+    pub fn start_wrapped(wrapper: &[&str], extra: &[&str]) -> Agent {
+        Agent::spawn(Path::new(env!("CARGO_TARGET_TMPDIR")), wrapper, extra)
+    }
+
+    fn spawn(parent: &Path, wrapper: &[&str], extra: &[&str]) -> Agent {
         let scratch = tempfile::tempdir_in(parent).expect("tempdir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+        let agent = env!("CARGO_BIN_EXE_firstbad-agent");
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(agent);
+                c
+            }
+            None => Command::new(agent),
+        };
+        let mut child = command
             .args(["--listen", "127.0.0.1:0", "--token", TOKEN, "--scratch"])
             .arg(scratch.path())
             .args(extra)
@@ -62,6 +80,23 @@ impl Agent {
             scratch,
             http: reqwest::Client::new(),
         }
+    }
+
+    /// The agent's peak resident memory so far (`VmHWM`), in bytes.
+    pub fn peak_rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("agent's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM line")
+            * 1024
+    }
+
+    /// How the agent exited, if it did.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("wait on the agent")
     }
 
     /// The agent's URL for `path`.

@@ -177,6 +177,7 @@ mod tests {
                     kind: "fsync-latency".into(),
                     series: Default::default(),
                     metrics: Default::default(),
+                    unavailable: Default::default(),
                     duration_s: 1.0,
                     system: None,
                     vmstat: Vec::new(),

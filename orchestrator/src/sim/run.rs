@@ -85,6 +85,7 @@ impl TestHost for SimHost {
                         kind: "sim".into(),
                         series: Default::default(),
                         metrics: Default::default(),
+                        unavailable: Default::default(),
                         duration_s: 0.0,
                         system: None,
                         vmstat: Vec::new(),
