@@ -57,6 +57,9 @@ impl AgentClient {
         let http = reqwest::Client::builder()
             .timeout(CALL_TIMEOUT)
             .connect_timeout(Duration::from_secs(3))
+            // The agent closes a kept-alive connection idle for 10 s (issue 19): reuse one only
+            // well inside that, never race its close.
+            .pool_idle_timeout(Duration::from_secs(5))
             .no_proxy()
             .build()
             .expect("a plain HTTP client builds");

@@ -166,8 +166,13 @@ pub async fn boot_and_measure(
                 console: console.to_owned(),
                 boot_seconds,
             },
+            // A metric the agent could not compute is a failed boot that says why, never
+            // a value (issue 19, finding 4).
             _ => BootOutcome::Failed {
-                reason: format!("the workload reported no {} metric", workload.metric),
+                reason: match result.unavailable.get(&workload.metric) {
+                    Some(why) => format!("the workload could not give {}: {why}", workload.metric),
+                    None => format!("the workload reported no {} metric", workload.metric),
+                },
                 console: console.to_owned(),
             },
         },
