@@ -89,6 +89,10 @@ pub struct Driver {
     /// The bisection with the state's first `marked` verdicts applied.
     bisection: Bisection,
     marked: usize,
+    /// [`Bisection::next`] after `marked` verdicts.
+    next: Option<(usize, Next)>,
+    /// [`Bisection::next_parallel`] after `marked` verdicts, for `k` commits.
+    parallel: std::cell::RefCell<Option<(usize, usize, Vec<String>)>>,
     /// The judge, once the baselines are journalled.
     judge: Option<Judge>,
     /// Rows of the posterior's design matrix by tested commit, kept across decisions.
@@ -100,15 +104,18 @@ impl Driver {
     pub fn new(plan: Plan) -> Result<Driver, String> {
         let bisection =
             Bisection::new(&plan.dag, &plan.bad, &plan.goods).map_err(|e| e.to_string())?;
-        let hypotheses = bisection
+        let mut hypotheses: Vec<usize> = bisection
             .candidates()
             .filter_map(|id| plan.dag.index_of(id))
             .collect();
+        hypotheses.sort_unstable();
         Ok(Driver {
             plan,
             hypotheses,
             bisection,
             marked: 0,
+            next: None,
+            parallel: Default::default(),
             judge: None,
             rows: HashMap::new(),
         })
@@ -117,6 +124,31 @@ impl Driver {
     /// The bisection as the state's verdicts leave it.
     pub fn bisection(&self) -> &Bisection {
         &self.bisection
+    }
+
+    /// git bisect's next step, computed once per verdict.
+    fn bisection_next(&mut self) -> Next {
+        match &self.next {
+            Some((marked, next)) if *marked == self.marked => next.clone(),
+            _ => {
+                let next = self.bisection.next();
+                self.next = Some((self.marked, next.clone()));
+                next
+            }
+        }
+    }
+
+    /// git bisect's `k` commits to test at once, computed once per verdict and pool size.
+    pub(super) fn next_parallel(&self, k: usize) -> Vec<String> {
+        let mut cache = self.parallel.borrow_mut();
+        match &*cache {
+            Some((marked, n, next)) if *marked == self.marked && *n == k => next.clone(),
+            _ => {
+                let next = self.bisection.next_parallel(k);
+                *cache = Some((self.marked, k, next.clone()));
+                next
+            }
+        }
     }
 
     /// What to do next, given everything journalled so far.
@@ -160,6 +192,13 @@ impl Driver {
                 Some(BuildOutcome::Built { .. }) => {}
             }
         }
+        // Every host busy and nothing to build: nothing to decide until a step ends (a boot's
+        // end frees its slot, so no decision waits longer than that).
+        if self.free_slots(state).is_empty()
+            && (state.building().is_some() || !self.plan.build_ahead)
+        {
+            return Decision::Wait;
+        }
         let judge = match self.judge {
             Some(j) => j,
             None if state.baselines.is_some() => {
@@ -190,7 +229,7 @@ impl Driver {
         if state.confirm.is_some() {
             return phases::confirm::next(self, state, &judge);
         }
-        match self.bisection.next() {
+        match self.bisection_next() {
             Next::Test(_) => phases::bisect::next(self, state, &judge),
             end => {
                 let end = match end {

@@ -67,7 +67,8 @@ pub struct PosteriorInputs {
 
 /// Every boot of the hunt as the posterior reads it, for the posterior phase and the final
 /// confidence alike: each hypothesis's commit's evidence on the timeline of the baselines and
-/// the good endpoint's re-measurements. `rows` keeps each tested commit's row across calls.
+/// the good endpoint's re-measurements. `rows` keeps each tested commit's row across calls;
+/// `hypotheses` are dag indices in increasing order.
 pub fn posterior_inputs(
     s: &Settings,
     state: &HuntState,
@@ -80,13 +81,20 @@ pub fn posterior_inputs(
     let remeasured = reference_boots(state, good);
     let origin = trend_origin(s, state, good, &dag.nodes()[0].id);
     let line = Timeline::new(model, origin, &remeasured);
+    // The booted hypotheses, in hypothesis order: a hunt boots few of its candidates, so
+    // they are found from its boots, not by looking up every candidate.
+    let mut booted: Vec<(usize, usize)> = state
+        .boots
+        .keys()
+        .filter_map(|id| {
+            let t = dag.index_of(id)?;
+            Some((hypotheses.binary_search(&t).ok()?, t))
+        })
+        .collect();
+    booted.sort_unstable();
     let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
-    for (h, &t) in hypotheses.iter().enumerate() {
-        let id = &dag.nodes()[t].id;
-        if !state.boots.contains_key(id) {
-            continue;
-        }
-        let boots = evidence_boots(s, state, dag, id);
+    for (h, t) in booted {
+        let boots = evidence_boots(s, state, dag, &dag.nodes()[t].id);
         if let Some(e) = commit_evidence(model, &line, &boots) {
             let row = rows
                 .entry(t)

@@ -19,7 +19,7 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
     let bisection = d.bisection();
     let k = d.pool_size(state).max(1);
     let mut work = under_test(state, bisection, &endpoints);
-    for commit in bisection.next_parallel(k) {
+    for commit in d.next_parallel(k) {
         if work.len() < k && !work.contains(&commit) {
             work.push(commit);
         }

@@ -62,10 +62,16 @@ pub fn next(
     let hypotheses = &d.hypotheses;
     let (p, _) = dag_posterior(hypotheses.len(), &under, &evidence, reference.as_ref());
     let settings = &d.plan.settings;
-    let candidate = |h: usize| {
-        let id = &dag.nodes()[hypotheses[h]].id;
+    // What the phase knows of each hypothesis's commit, read once per step: only commits that
+    // were built or booted differ from an untested one (usable, not built, no boots).
+    let mut known: Vec<Option<Candidate>> = vec![None; dag.len()];
+    for id in state.builds.keys().chain(state.boots.keys()) {
+        let Some(t) = dag.index_of(id) else { continue };
+        if known[t].is_some() {
+            continue;
+        }
         let boots = evidence_boots(settings, state, dag, id);
-        Candidate {
+        known[t] = Some(Candidate {
             // Commits that cannot give evidence: they do not build, or keep failing to boot
             // without ever giving a value.
             usable: !matches!(state.builds.get(id), Some(BuildOutcome::Failed { .. }))
@@ -75,16 +81,35 @@ pub fn next(
                 .iter()
                 .filter(|b| line.admit(model, b.0, b.1).is_some())
                 .count(),
-        }
+        });
+    }
+    let candidate = |h: usize| {
+        known[hypotheses[h]].unwrap_or(Candidate {
+            usable: true,
+            built: false,
+            boots: 0,
+        })
     };
-    // P(an untested commit is bad): the mass of the hypotheses it descends from.
+    // P(an untested commit is bad): the mass of the hypotheses it descends from. Its row is
+    // kept with the tested commits' rows: the phase asks for the same members again and again.
+    let rows = std::cell::RefCell::new(std::mem::take(&mut d.rows));
     let bad_mass = |h: usize| {
-        let row = bad_under(dag, hypotheses, hypotheses[h]);
-        p.iter().zip(&row).filter(|(_, &b)| b).map(|(x, _)| x).sum()
+        let t = hypotheses[h];
+        let mut rows = rows.borrow_mut();
+        let row = rows
+            .entry(t)
+            .or_insert_with(|| bad_under(dag, hypotheses, t));
+        p.iter()
+            .zip(row.iter())
+            .filter(|(_, &b)| b)
+            .map(|(x, _)| x)
+            .sum()
     };
     // Boots under way count as spent, so that a pool never runs past the budget.
     let spent = state.boots_since_verdict + running;
-    let probe = match refine_step(&p, &tested, &under, spent, &rule, candidate, bad_mass) {
+    let step = refine_step(&p, &tested, &under, spent, &rule, candidate, bad_mass);
+    d.rows = rows.into_inner();
+    let probe = match step {
         // Boots still running may change the answer: they are waited for.
         RefineStep::Stop { .. } if running > 0 => return Decision::Wait,
         RefineStep::Stop { answer, .. } => {
