@@ -21,8 +21,8 @@ pub fn next(d: &Driver, state: &HuntState) -> Decision {
     let s = &d.plan.settings;
     let (good, bad) = (d.plan.good.as_str(), d.plan.bad.as_str());
     for (commit, which) in [(good, "good"), (bad, "bad")] {
-        let values = state.values(commit).len();
-        if let Some(why) = endpoint_failing(s, commit, which, values, &state.failures(commit)) {
+        let boots = state.boots.get(commit).map_or(&[][..], Vec::as_slice);
+        if let Some(why) = endpoint_failing(s, commit, which, boots) {
             return Decision::Stop(why);
         }
     }

@@ -55,14 +55,8 @@ pub fn check(
         return due(state, every, in_refine).then_some(Decision::Record(Event::DriftCheckStarted));
     };
     let good = d.plan.good.as_str();
-    let values = state.values(good).len();
-    if let Some(why) = endpoint_failing(
-        &d.plan.settings,
-        good,
-        "good",
-        values,
-        &state.failures(good),
-    ) {
+    let boots = state.boots.get(good).map_or(&[][..], Vec::as_slice);
+    if let Some(why) = endpoint_failing(&d.plan.settings, good, "good", boots) {
         return Some(Decision::Stop(why));
     }
     // Every host of the pool re-measures good: each can drift on its own.
