@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, Oid, Repository, Sort};
 
-use crate::search::{Dag, DagError, Node, PathInfo, PathLink};
+use crate::search::{Dag, DagBuilder, DagError, PathInfo, PathLink};
 
 /// A revision as the user wrote it and the commit it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -269,7 +269,7 @@ impl History {
             check_ancestry(&self.repo, good, &bad)?;
         }
         let commits = self.walk(&bad, &goods)?;
-        dag_of(commits, None)
+        dag_of(&commits, None)
     }
 
     /// Loads a range with `git bisect start` options: several goods, `-- <paths>`,
@@ -313,7 +313,7 @@ impl History {
                 effective.push(good);
             }
         }
-        let commits = self.walk(&bad, &effective)?;
+        let mut commits = self.walk(&bad, &effective)?;
         let paths = options
             .paths
             .iter()
@@ -323,22 +323,11 @@ impl History {
             .iter()
             .map(|g| oid(&g.id))
             .collect::<Result<HashSet<_>, _>>()?;
-        // First-parent mode follows only first parents, so what bad reaches shrinks; the goods
-        // still exclude all their ancestors (git's default, unlike --exclude-first-parent-only).
-        let mut reached: HashSet<Oid> = HashSet::new();
-        if let Some(first) = commits.first() {
-            reached.insert(first.0);
-        }
-        let mut kept = Vec::with_capacity(commits.len());
-        for (id, mut parents, time) in commits {
-            if !reached.contains(&id) {
-                continue;
-            }
-            if options.first_parent {
-                parents.truncate(1);
-            }
-            reached.extend(parents.iter().copied());
-            kept.push((id, parents, time));
+        if options.first_parent {
+            // First-parent mode follows only first parents, so what bad reaches shrinks; the
+            // goods still exclude all their ancestors (git's default, unlike
+            // --exclude-first-parent-only).
+            commits = commits.first_parents();
         }
         let info = if paths.is_empty() {
             None
@@ -346,12 +335,12 @@ impl History {
             // How each commit compares with each parent at the paths; the search redoes git's
             // history simplification from these after every verdict.
             let mut cache = PathCache::default();
-            let mut info = Vec::with_capacity(kept.len());
-            for (id, parents, _) in &kept {
-                let mine = cache.get(&self.repo, *id, &paths)?;
+            let mut info = Vec::with_capacity(commits.len());
+            for i in 0..commits.len() {
+                let mine = cache.get(&self.repo, commits.ids[i], &paths)?;
                 let root_treesame = mine.iter().all(Option::is_none);
-                let mut links = Vec::with_capacity(parents.len());
-                for &p in parents {
+                let mut links = Vec::with_capacity(commits.parents(i).len());
+                for &p in commits.parents(i) {
                     let same = cache.get(&self.repo, p, &paths)? == mine;
                     links.push((p, bottoms.contains(&p), same));
                 }
@@ -359,7 +348,7 @@ impl History {
             }
             Some(info)
         };
-        let dag = dag_of(kept, info)?;
+        let dag = dag_of(&commits, info)?;
         Ok(Range {
             dag,
             bad,
@@ -370,11 +359,7 @@ impl History {
 
     /// Walks `bad ^goods` in topological order: each commit with all its parents and its
     /// committer time.
-    fn walk(
-        &self,
-        bad: &Revision,
-        goods: &[Revision],
-    ) -> Result<Vec<(Oid, Vec<Oid>, i64)>, HistoryError> {
+    fn walk(&self, bad: &Revision, goods: &[Revision]) -> Result<Walked, HistoryError> {
         let repo = &self.repo;
         let mut walk = repo
             .revwalk()
@@ -387,15 +372,33 @@ impl History {
             walk.hide(oid(&good.id)?)
                 .map_err(git_err(format!("hiding good {}", good.id)))?;
         }
-        let mut commits: Vec<(Oid, Vec<Oid>, i64)> = Vec::new();
+        let mut ids = Vec::new();
         for next in walk {
-            let id = next.map_err(git_err("walking the range"))?;
-            let commit = repo
-                .find_commit(id)
-                .map_err(git_err(format!("reading commit {id}")))?;
-            commits.push((id, commit.parent_ids().collect(), commit.time().seconds()));
+            ids.push(next.map_err(git_err("walking the range"))?);
         }
-        Ok(commits)
+        let odb = repo.odb().map_err(git_err("opening the object database"))?;
+        let mut walked = Walked {
+            parents: Vec::with_capacity(ids.len() + ids.len() / 8),
+            parent_end: Vec::with_capacity(ids.len()),
+            times: Vec::with_capacity(ids.len()),
+            ids,
+        };
+        for &id in &walked.ids {
+            // The raw object, not `find_commit`: a parsed commit per candidate would fill
+            // libgit2's object cache (issue 24: a million commits).
+            let object = odb
+                .read(id)
+                .map_err(git_err(format!("reading commit {id}")))?;
+            let time = parse_commit(object.data(), &mut walked.parents).ok_or_else(|| {
+                HistoryError::Git {
+                    action: format!("reading commit {id}"),
+                    source: git2::Error::from_str("malformed commit object"),
+                }
+            })?;
+            walked.parent_end.push(walked.parents.len());
+            walked.times.push(time);
+        }
+        Ok(walked)
     }
 
     /// Subject, author and dates of one commit, for reports.
@@ -423,28 +426,106 @@ impl History {
     }
 }
 
+/// The commits of a range as the walk gave them, children first: ids, all parents (in and
+/// out of the range) in flat arrays, committer times.
+struct Walked {
+    ids: Vec<Oid>,
+    parents: Vec<Oid>,
+    parent_end: Vec<usize>,
+    times: Vec<i64>,
+}
+
+impl Walked {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn parents(&self, i: usize) -> &[Oid] {
+        let start = if i == 0 { 0 } else { self.parent_end[i - 1] };
+        &self.parents[start..self.parent_end[i]]
+    }
+
+    /// Only first parents, and only the commits bad reaches through them.
+    fn first_parents(self) -> Walked {
+        let mut reached: HashSet<Oid> = HashSet::new();
+        if let Some(&first) = self.ids.first() {
+            reached.insert(first);
+        }
+        let mut kept = Walked {
+            ids: Vec::new(),
+            parents: Vec::new(),
+            parent_end: Vec::new(),
+            times: Vec::new(),
+        };
+        for i in 0..self.len() {
+            if !reached.contains(&self.ids[i]) {
+                continue;
+            }
+            if let Some(&p) = self.parents(i).first() {
+                reached.insert(p);
+                kept.parents.push(p);
+            }
+            kept.ids.push(self.ids[i]);
+            kept.parent_end.push(kept.parents.len());
+            kept.times.push(self.times[i]);
+        }
+        kept
+    }
+}
+
+/// Reads a raw commit object's parents (appended to `parents`, in order) and committer time.
+fn parse_commit(data: &[u8], parents: &mut Vec<Oid>) -> Option<i64> {
+    for line in data.split(|&b| b == b'\n') {
+        if line.is_empty() {
+            // The end of the headers, and no committer line.
+            return None;
+        }
+        if let Some(hex) = line.strip_prefix(b"parent ") {
+            let hex = std::str::from_utf8(hex).ok()?;
+            parents.push(Oid::from_str(hex).ok()?);
+        } else if let Some(who) = line.strip_prefix(b"committer ") {
+            // `Name <email> 1700000000 +0100`: the time is the second word from the end.
+            let mut words = who.rsplit(|&b| b == b' ');
+            let _zone = words.next()?;
+            let time = std::str::from_utf8(words.next()?).ok()?;
+            return time.parse().ok();
+        }
+    }
+    None
+}
+
 /// Per commit, its links to each parent (id, is a starting good, same at the paths) and
 /// whether a root has none of the paths.
 type PathLinks = Vec<(Vec<(Oid, bool, bool)>, bool)>;
 
+/// Lowercase hex of an object id, without an allocation per commit.
+fn hex<'a>(id: &Oid, out: &'a mut [u8; 40]) -> &'a str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (k, b) in id.as_bytes().iter().enumerate() {
+        out[2 * k] = DIGITS[usize::from(b >> 4)];
+        out[2 * k + 1] = DIGITS[usize::from(b & 15)];
+    }
+    std::str::from_utf8(&out[..2 * id.as_bytes().len()]).expect("hex digits are ASCII")
+}
+
 /// Builds the search's DAG from commits listed children first, dropping parents outside.
-fn dag_of(
-    commits: Vec<(Oid, Vec<Oid>, i64)>,
-    info: Option<PathLinks>,
-) -> Result<Dag, HistoryError> {
-    let index: HashMap<Oid, usize> = commits.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
-    let nodes = commits
-        .into_iter()
-        .map(|(id, parents, commit_time)| Node {
-            id: id.to_string(),
-            parents: parents
-                .iter()
-                .filter_map(|p| index.get(p).copied())
-                .collect(),
-            commit_time,
-        })
+fn dag_of(commits: &Walked, info: Option<PathLinks>) -> Result<Dag, HistoryError> {
+    let index: HashMap<Oid, usize> = commits
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i))
         .collect();
-    let dag = Dag::new(nodes)?;
+    let mut builder = DagBuilder::with_capacity(commits.len(), commits.parents.len());
+    let mut buf = [0u8; 40];
+    for i in 0..commits.len() {
+        let parents = commits
+            .parents(i)
+            .iter()
+            .filter_map(|p| index.get(p).copied());
+        builder.push(hex(&commits.ids[i], &mut buf), parents, commits.times[i]);
+    }
+    let dag = builder.build()?;
     let Some(info) = info else { return Ok(dag) };
     let info = info
         .into_iter()
