@@ -221,8 +221,7 @@ impl DagBuilder {
                 });
             }
         }
-        let mut by_id: Vec<u32> = (0..len as u32).collect();
-        by_id.sort_unstable_by(|&a, &b| data.id(a as usize).cmp(data.id(b as usize)));
+        let by_id = sorted_by_id(&data);
         let dup = by_id
             .windows(2)
             .filter(|w| data.id(w[0] as usize) == data.id(w[1] as usize))
@@ -252,6 +251,36 @@ impl DagBuilder {
             data: Arc::new(data),
         })
     }
+}
+
+/// Node indices sorted by id. Sorting (8-byte prefix, index) pairs in one flat array, then
+/// the rare runs of equal prefixes by the whole id, takes a quarter of the time of sorting
+/// indices by string at a million ids, each comparison chasing two ids (issue 24).
+fn sorted_by_id(data: &DagData) -> Vec<u32> {
+    let len = data.times.len();
+    let prefix = |i: usize| {
+        let mut key = [0u8; 8];
+        let id = data.id(i).as_bytes();
+        let n = id.len().min(8);
+        key[..n].copy_from_slice(&id[..n]);
+        // Zero padding sorts a shorter id first, as string order does; equal keys are
+        // ordered by the whole id below.
+        u64::from_be_bytes(key)
+    };
+    let mut keyed: Vec<(u64, u32)> = (0..len).map(|i| (prefix(i), i as u32)).collect();
+    keyed.sort_unstable();
+    let mut by_id: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
+    let mut start = 0;
+    for k in 1..=len {
+        if k == len || keyed[k].0 != keyed[start].0 {
+            if k - start > 1 {
+                by_id[start..k]
+                    .sort_unstable_by(|&a, &b| data.id(a as usize).cmp(data.id(b as usize)));
+            }
+            start = k;
+        }
+    }
+    by_id
 }
 
 impl DagData {
