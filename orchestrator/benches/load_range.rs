@@ -143,6 +143,8 @@ fn repository(commits: usize) -> PathBuf {
 /// How a child process ended: wall time, peak resident memory, and whether it was killed.
 struct Measured {
     wall: Duration,
+    /// User plus system CPU time: on a shared machine, what the work cost.
+    cpu: Duration,
     max_rss_kib: i64,
     timed_out: bool,
     stdout: String,
@@ -186,8 +188,10 @@ fn measure(mut cmd: Command, timeout: Duration) -> Measured {
     );
     let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_file(&out_path);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Measured {
         wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss,
         timed_out,
         stdout,
@@ -293,10 +297,11 @@ fn main() {
         .expect("FIRSTBAD_BENCH_RUNS: a count");
     let me = std::env::current_exe().expect("own path");
     let mut table = vec![
-        "| commits | commit-graph | firstbad load | firstbad first choice | firstbad peak RSS | \
-         later verdicts (max / mean) | `git bisect start` | git peak RSS | same choice |"
+        "| commits | commit-graph | firstbad load | firstbad first choice | firstbad CPU | \
+         firstbad peak RSS | later verdicts (max / mean) | `git bisect start` | git CPU | \
+         git peak RSS | same choice |"
             .to_string(),
-        "|---:|---|---:|---:|---:|---:|---:|---:|---|".to_string(),
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|".to_string(),
     ];
     for &n in &sizes {
         let dir = repository(n);
@@ -340,15 +345,17 @@ fn main() {
                 None => "git did not finish".to_string(),
             };
             let row = format!(
-                "| {n} | {} | {} s | {} s (wall {:.2} s) | {} MiB | {} s / {} s | {git_time} | \
-                 {} MiB{} | {same} `{}` |",
+                "| {n} | {} | {} s | {} s (wall {:.2} s) | {:.2} s | {} MiB | {} s / {} s | \
+                 {git_time} | {:.2} s | {} MiB{} | {same} `{}` |",
                 if graph { "yes" } else { "no" },
                 field(ours_line, "load"),
                 field(ours_line, "total"),
                 ours_m.wall.as_secs_f64(),
+                ours_m.cpu.as_secs_f64(),
                 ours_m.max_rss_kib / 1024,
                 field(verdicts, "max"),
                 field(verdicts, "mean"),
+                g.cpu.as_secs_f64(),
                 g.max_rss_kib / 1024,
                 if g.timed_out { " (when killed)" } else { "" },
                 &our_choice[..12],
