@@ -6,13 +6,16 @@
 //! with ~7% merges that is ~70,000 walks of up to a million commits each: git did not finish
 //! in 16 minutes, and firstbad's copy of it took 24 minutes (issue 24).
 //!
-//! Here the merges are counted 64 at a time, one bit of a machine word each: every candidate
-//! holds the set of merges of the batch that reach it, spread from child to parents once in
-//! topological order, and a bit-sliced counter adds the sets up. A batch costs one pass over
-//! the candidates below its newest merge whatever its 64 walks would have cost, and batches
-//! are independent, so they run on every core. The weights, the order in which git looks at
-//! them and therefore every choice are unchanged: batches are taken in git's list order and
-//! the first merge found halfway, in that order, is the answer, as in git.
+//! Here every candidate's count is computed from the oldest up. A single-parent commit
+//! reaches one more than its parent, as in git's own propagation. Merges are counted 64 at a
+//! time, one bit of a machine word each: every candidate holds the set of the batch's merges
+//! that reach it, spread from child to parents in topological order, and a bit-sliced
+//! counter adds the sets up. The walk down stops as soon as all that is left to reach passes
+//! through one candidate whose count is already known (in a kernel-shaped history, a mainline
+//! commit a few dozen below the batch), so a batch costs about the commits it spans. Batches
+//! of a round are independent and run on every core. Only the arithmetic differs from git:
+//! the weights are the same numbers, looked at in git's list order, so every early exit and
+//! every choice is git's.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -121,32 +124,14 @@ impl Step {
                 }
             }
         }
-        // Rounds of one batch per core, in list order, so that an early exit wastes at most
-        // the other cores' batches of its round.
-        let round = BATCH * rayon::current_num_threads().max(1);
-        let rounds = if early_exit {
-            round
-        } else {
-            merges.len().max(1)
-        };
-        for group in merges.chunks(rounds) {
-            let counts: Vec<[i64; BATCH]> = group
-                .par_chunks(BATCH)
-                .map_init(
-                    || vec![0u64; self.node.len()],
-                    |reach, batch| self.count_batch(batch, reach),
-                )
-                .collect();
-            for (batch, counts) in group.chunks(BATCH).zip(&counts) {
-                for (&m, &w) in batch.iter().zip(counts) {
-                    let m = m as usize;
-                    weight[m] = w;
-                    if early_exit && halfway(m, w) {
-                        return (Some(m), weight);
-                    }
-                    counted += 1;
-                }
+        let reach = self.reach_counts();
+        for &m in &merges {
+            let m = m as usize;
+            weight[m] = reach[m];
+            if early_exit && halfway(m, weight[m]) {
+                return (Some(m), weight);
             }
+            counted += 1;
         }
         while counted < nr {
             for &i in &self.list {
@@ -174,17 +159,73 @@ impl Step {
         (None, weight)
     }
 
+    /// How many candidates each candidate reaches, itself included, TREESAME ones left out:
+    /// git's weight of every candidate, computed from the oldest up.
+    ///
+    /// A single-parent candidate reaches one more than its parent (none more if TREESAME).
+    /// Merges are counted in rounds of one batch of 64 per core, going up; a batch's walk
+    /// down stops where everything its merges still reach passes through one candidate whose
+    /// count is already known, typically a mainline commit a few dozen below the batch in a
+    /// kernel-shaped history, so that a round costs about the candidates it spans rather than
+    /// everything below it.
+    fn reach_counts(&self) -> Vec<i64> {
+        const UNKNOWN: i64 = -1;
+        let len = self.node.len();
+        let threads = rayon::current_num_threads().max(1);
+        let mut reach = vec![UNKNOWN; len];
+        let mut buffers: Vec<Vec<u64>> = (0..threads).map(|_| vec![0u64; len]).collect();
+        let mut merges = Vec::with_capacity(BATCH * threads);
+        let mut waiting = Vec::new();
+        let mut next = len;
+        while next > 0 {
+            merges.clear();
+            waiting.clear();
+            while next > 0 && merges.len() < BATCH * threads {
+                next -= 1;
+                let own = i64::from(!self.treesame[next]);
+                match self.parents.row(next) {
+                    [] => reach[next] = own,
+                    [p] if reach[*p as usize] != UNKNOWN => reach[next] = reach[*p as usize] + own,
+                    // Its parent is a merge of this round, or waits on one.
+                    [_] => waiting.push(next),
+                    _ => merges.push(next as u32),
+                }
+            }
+            let known = &reach;
+            let counts: Vec<[i64; BATCH]> = merges
+                .par_chunks(BATCH)
+                .zip(buffers.par_iter_mut())
+                .map(|(batch, bits)| self.count_batch(batch, bits, known))
+                .collect();
+            for (batch, counts) in merges.chunks(BATCH).zip(&counts) {
+                for (&m, &w) in batch.iter().zip(counts) {
+                    reach[m as usize] = w;
+                }
+            }
+            // Oldest first: each one's parent is counted by now.
+            for &i in &waiting {
+                let p = self.parents.row(i)[0] as usize;
+                reach[i] = reach[p] + i64::from(!self.treesame[i]);
+            }
+        }
+        reach
+    }
+
     /// git's `count_distance` for up to 64 merges at once: for each, the candidates it
-    /// reaches, itself included, TREESAME ones left out. `reach` is all zero on entry and
-    /// is left so.
-    fn count_batch(&self, batch: &[u32], reach: &mut [u64]) -> [i64; BATCH] {
+    /// reaches, itself included, TREESAME ones left out. `known` holds the counts known so far
+    /// (negative when not). `reach` is all zero on entry and is left so.
+    fn count_batch(&self, batch: &[u32], reach: &mut [u64], known: &[i64]) -> [i64; BATCH] {
         let mut from = reach.len();
         for (bit, &m) in batch.iter().enumerate() {
             reach[m as usize] |= 1 << bit;
             from = from.min(m as usize);
         }
+        // Candidates holding bits not yet spread to their parents.
+        let mut pending = batch.len();
         // Bit-sliced counter: plane k holds bit k of each merge's count.
         let mut planes = [0u64; PLANES];
+        // The merges (bits) that reach the last candidate, counted in one go, and its count.
+        let mut rest = (0u64, 0i64);
         // Children come first: when a candidate is reached, everything that reaches it has
         // already spread its bits to it.
         for i in from..reach.len() {
@@ -193,8 +234,16 @@ impl Step {
                 continue;
             }
             reach[i] = 0;
+            if pending == 1 && known[i] >= 0 {
+                // All that is left to reach is reached through this one, already counted.
+                rest = (bits, known[i]);
+                break;
+            }
+            pending -= 1;
             for &p in self.parents.row(i) {
-                reach[p as usize] |= bits;
+                let p = p as usize;
+                pending += usize::from(reach[p] == 0);
+                reach[p] |= bits;
             }
             if !self.treesame[i] {
                 let mut carry = bits;
@@ -210,11 +259,12 @@ impl Step {
         }
         let mut counts = [0i64; BATCH];
         for (bit, count) in counts.iter_mut().enumerate().take(batch.len()) {
-            *count = planes
+            let sliced: i64 = planes
                 .iter()
                 .enumerate()
                 .map(|(k, plane)| (((plane >> bit) & 1) as i64) << k)
                 .sum();
+            *count = sliced + if (rest.0 >> bit) & 1 == 1 { rest.1 } else { 0 };
         }
         counts
     }
