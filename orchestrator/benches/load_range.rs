@@ -7,7 +7,7 @@
 //! - `FIRSTBAD_BENCH_COMMITS=100000,300000,1200000` (default `100000`): one repository each,
 //!   made once with `git fast-import` under the target directory and reused by later runs;
 //! - `FIRSTBAD_BENCH_GIT_TIMEOUT=900` (seconds, default 900): git is killed past it and
-//!   reported as `> N s`;
+//!   reported as `> N s`; `0` leaves git out (firstbad's figures alone);
 //! - `FIRSTBAD_BENCH_RUNS=3` (default 3): timed runs of firstbad per repository, the median
 //!   reported; git runs once per size (it takes minutes on the large ones).
 //!
@@ -324,6 +324,24 @@ fn main() {
             let verdicts = ours_m.stdout.lines().nth(1).unwrap_or_default();
             let our_choice = field(ours_line, "first").to_string();
 
+            if timeout.is_zero() {
+                let row = format!(
+                    "| {n} | {} | {} s | {} s (wall {:.2} s) | {:.2} s | {} MiB | {} s / {} s | \
+                     not run | | | `{}` |",
+                    if graph { "yes" } else { "no" },
+                    field(ours_line, "load"),
+                    field(ours_line, "total"),
+                    ours_m.wall.as_secs_f64(),
+                    ours_m.cpu.as_secs_f64(),
+                    ours_m.max_rss_kib / 1024,
+                    field(verdicts, "max"),
+                    field(verdicts, "mean"),
+                    &our_choice[..12],
+                );
+                println!("{row}");
+                table.push(row);
+                continue;
+            }
             let _ = git(&dir).args(["bisect", "reset"]).output();
             let mut cmd = git(&dir);
             cmd.args(["bisect", "start", "--no-checkout", "bad", "good"]);
