@@ -484,12 +484,9 @@ fn good_equal_to_bad_is_an_error() {
     assert!(err.to_string().contains("nothing to bisect"), "{err}");
 }
 
-/// 50 000 commits, kernel-like: a mainline with a merge every ~12 commits of short topic
-/// branches. Loading the range and choosing the first commit must work at that size.
-#[test]
-fn kernel_sized_range_loads_and_chooses() {
-    let mut rng = Rng::new(7);
-    let n = 50_000;
+/// A kernel-like history of about `n` commits: a mainline with a merge every ~12 commits of
+/// topic branches of 1..3 commits forked up to 30 commits back. Returns the parents and the tip.
+fn kernel_shape(rng: &mut Rng, n: usize) -> (Vec<Vec<usize>>, usize) {
     let mut parents: Vec<Vec<usize>> = vec![vec![]];
     let mut main: usize = 0;
     while parents.len() < n {
@@ -515,6 +512,58 @@ fn kernel_sized_range_loads_and_chooses() {
         parents.push(vec![main]);
         main = last;
     }
+    (parents, main)
+}
+
+/// Issue 24: merges are counted 64 to a machine word, in batches over several cores. On
+/// kernel-shaped ranges with a few hundred merges (several words), with runs of commits in
+/// the same second and with skips, every commit tested and the outcome must still be git's.
+#[test]
+fn kernel_shaped_ranges_with_hundreds_of_merges_bisect_exactly_like_git() {
+    for seed in 1..=4u64 {
+        let mut rng = Rng::new(2400 + seed);
+        let (parents, tip) = kernel_shape(&mut rng, 3000);
+        let n = parents.len();
+        // Odd seeds stamp runs of three commits with the same second, as `git am` does.
+        let run = if seed % 2 == 1 { 3 } else { 1 };
+        let times = (0..n).map(|i| 1_000_000_000 + (i / run) as i64).collect();
+        let shape = Shape { parents, times };
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let ids = write_repo(dir, &shape);
+        let index: HashMap<&str, usize> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), i))
+            .collect();
+        let culprit = 1 + rng.below(n - 1);
+        let skips: Vec<String> = if seed > 2 {
+            (1..n)
+                .filter(|_| rng.chance(5))
+                .map(|i| ids[i].clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let is_bad = |id: &str| shape.ancestors(&[index[id]])[culprit];
+        let good = [ids[0].as_str()];
+        let (git_tested, git_end) = git_bisect(dir, &ids[tip], &good, &ids[culprit], &skips);
+        let (our_tested, our_end) = our_bisect(dir, &ids[tip], &good, &is_bad, &skips);
+        let context = format!("seed {seed} n {n} culprit {culprit} skips {}", skips.len());
+        assert_eq!(
+            our_tested, git_tested,
+            "tested sequence differs ({context})"
+        );
+        assert_eq!(our_end, git_end, "outcome differs ({context})");
+    }
+}
+
+/// 50 000 commits, kernel-like: a mainline with a merge every ~12 commits of short topic
+/// branches. Loading the range and choosing the first commit must work at that size.
+#[test]
+fn kernel_sized_range_loads_and_chooses() {
+    let mut rng = Rng::new(7);
+    let (parents, main) = kernel_shape(&mut rng, 50_000);
     let times = (0..parents.len())
         .map(|i| 1_000_000_000 + i as i64)
         .collect();
