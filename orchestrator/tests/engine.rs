@@ -177,16 +177,7 @@ impl TestHost for FakeHost {
 fn classify(mode: ClassifyMode) -> ClassifyConfig {
     ClassifyConfig {
         mode,
-        min_boots: 1,
-        max_boots: 30,
-        min_effect: 0.05,
-        max_failed_boots: 2,
-        alpha: 0.01,
-        beta: 0.01,
-        confidence: 0.95,
-        drift_check_every: 4,
-        confirm_pairs: 3,
-        refine_boots: 60,
+        ..ClassifyConfig::defaults()
     }
 }
 

@@ -334,6 +334,14 @@ pub struct ClassifyConfig {
     pub refine_boots: u32,
 }
 
+impl ClassifyConfig {
+    /// The hunt file's defaults: what an empty `[classify]` table gives (the simulator and
+    /// the engine's tests run with these, not with a copy of them).
+    pub fn defaults() -> ClassifyConfig {
+        validate::classify_defaults()
+    }
+}
+
 /// Metric keys the `fsync-latency` workload reports.
 pub const FSYNC_LATENCY_METRICS: &[&str] = &[
     "fsync_latency_p50_ms",

@@ -320,6 +320,16 @@ fn load_workload(path: &Path) -> Result<Workload, String> {
     })
 }
 
+/// What an empty `[classify]` table gives: the hunt file's defaults, from the bounds table.
+pub(super) fn classify_defaults() -> ClassifyConfig {
+    let none = Path::new("");
+    let v = Validator {
+        path: none,
+        base: none,
+    };
+    classify(&v, RawClassify::default()).expect("the defaults are within their bounds")
+}
+
 fn classify(v: &Validator, c: RawClassify) -> Result<ClassifyConfig, ConfigError> {
     if c.baseline_boots.is_some() {
         return Err(v.field(

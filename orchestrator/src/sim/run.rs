@@ -5,7 +5,7 @@
 
 use super::{Outcome, World, NOTHING, PHASES};
 use crate::build::BuildError;
-use crate::config::{ClassifyConfig, ClassifyMode, Direction};
+use crate::config::{ClassifyConfig, Direction};
 use crate::exec::{self, BootJob, Builder, Paths, Task, TestHost};
 use crate::hosts::HostError;
 use crate::hunt::driver::{Driver, Plan, Slot};
@@ -16,23 +16,6 @@ use crate::search::{Dag, Node};
 use rand::Rng;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-/// The hunt file's `[classify]` defaults (README, `configs/demo.toml`), as a user runs them.
-pub fn defaults() -> ClassifyConfig {
-    ClassifyConfig {
-        mode: ClassifyMode::Baselines,
-        min_boots: 1,
-        max_boots: 30,
-        min_effect: 0.05,
-        max_failed_boots: 2,
-        alpha: 0.01,
-        beta: 0.01,
-        confidence: 0.95,
-        drift_check_every: 4,
-        confirm_pairs: 3,
-        refine_boots: 60,
-    }
-}
 
 /// World commit `i` as a commit id.
 fn id(i: usize) -> String {
@@ -126,7 +109,7 @@ pub fn firstbad_run(w: &mut World) -> Outcome {
         bad: id(n),
         goods: vec![id(0)],
         settings: Settings {
-            classify: defaults(),
+            classify: ClassifyConfig::defaults(),
             direction: Direction::LowerIsBetter,
             metric: "fsync_latency_p50_ms".into(),
             split: true,
