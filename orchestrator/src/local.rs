@@ -158,6 +158,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
             cfg.state_dir.display()
         ))
     })?;
+    let _lock = crate::hunt::prelude::lock_state_dir(&cfg.state_dir)?;
     let journal = Journal::open(&journal_path(&cfg.state_dir))?;
     let identity = HuntIdentity {
         good: good.clone(),

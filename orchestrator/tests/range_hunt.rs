@@ -77,11 +77,19 @@ fn range_options_change_the_journal_identity_and_a_merge_base_is_journalled() {
 
     let plain = hunt_file(dir, "\"main~20\"", "");
     start(&plain).expect("a one-good hunt starts");
-    for extra in ["paths = [\"mm/\"]", "first_parent = true"] {
+    // Each option is refused by name, with its old and new value (issue 18).
+    for (extra, changed) in [
+        ("paths = [\"mm/\"]", "hunt.paths: was (empty), now \"mm/\""),
+        (
+            "first_parent = true",
+            "hunt.first_parent: was \"false\", now \"true\"",
+        ),
+    ] {
         let p = hunt_file(dir, "\"main~20\"", extra);
         let err = start(&p).expect_err("other options, same state_dir");
         assert!(
-            err.to_string().contains("holds another hunt"),
+            err.to_string()
+                .contains(&format!("the hunt file changed {changed}")),
             "{extra}: {err}"
         );
         assert_eq!(err.exit_code(), 2, "bad input");

@@ -165,6 +165,7 @@ pub async fn run_with(
             cfg.state_dir.display()
         ))
     })?;
+    let _lock = prelude::lock_state_dir(&cfg.state_dir)?;
     let journal = Journal::open(&journal_path(&cfg.state_dir))?;
     let meaning = meaning(cfg, &range)?;
     let identity = HuntIdentity {
