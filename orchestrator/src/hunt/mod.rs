@@ -411,7 +411,8 @@ async fn prepare(
 }
 
 /// Builds one revision with the hunt's configuration, boots it once on the hunt's first
-/// host and runs the workload: a check of the set-up before a long hunt. Journals nothing.
+/// host and runs the workload: a check of the set-up before a long hunt. Its steps go to a
+/// journal of its own (`<state_dir>/try/try.sqlite`), never to the hunt's.
 pub async fn try_revision(
     cfg: &HuntConfig,
     rev: &str,
@@ -422,11 +423,30 @@ pub async fn try_revision(
         .resolve(rev)
         .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
     let (builder, mut hosts) = prepare(cfg, &[]).await?;
+    let dir = cfg.state_dir.join("try");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
+    let journal = Journal::open(&dir.join("try.sqlite"))?;
+    let mut state = HuntState::default();
+    let c = commit.clone();
+    record(
+        &journal,
+        &mut state,
+        Event::BuildStarted { commit: c.clone() },
+    )?;
     let built = tracing::Instrument::instrument(
         crate::exec::Builder::build(&KernelBuilder(Arc::new(builder)), &commit),
         tracing::info_span!("build", commit = short(&commit)),
     )
     .await?;
+    record(
+        &journal,
+        &mut state,
+        Event::BuildFinished {
+            commit: c.clone(),
+            outcome: built.clone(),
+        },
+    )?;
     let BuildOutcome::Built {
         kernel_release,
         image,
@@ -435,22 +455,35 @@ pub async fn try_revision(
     else {
         return Ok((built, None));
     };
-    let dir = cfg.state_dir.join("try");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
+    let host = hosts[0].name().to_owned();
     let job = crate::exec::BootJob {
         commit: commit.clone(),
         boot: 1,
         image: image.clone(),
         release: kernel_release.clone(),
-        console: dir.join(format!("{}-boot1.log", short(&commit))),
+        console: cfg
+            .state_dir
+            .join("consoles")
+            .join(format!("{}-boot1.log", short(&commit))),
     };
-    let host = hosts[0].name().to_owned();
+    let started = Event::BootStarted {
+        commit: c.clone(),
+        boot: 1,
+        host: host.clone(),
+    };
+    record(&journal, &mut state, started)?;
     let boot = tracing::Instrument::instrument(
         crate::exec::kernel::boot_and_measure(&mut hosts[0], &job, &cfg.workload),
         tracing::info_span!("boot", commit = short(&commit), boot = 1, host = %host),
     )
     .await?;
+    let finished = Event::BootFinished {
+        commit: c,
+        boot: 1,
+        host,
+        outcome: boot.clone(),
+    };
+    record(&journal, &mut state, finished)?;
     Ok((built, Some(boot)))
 }
 
