@@ -144,7 +144,7 @@ pub async fn boot_and_measure(
     }
     status(&format!(
         "{} up in {:.0} s; running the workload",
-        identity_release(&session),
+        session.identity().kernel_release,
         session.boot_seconds()
     ));
     let r = session
@@ -177,8 +177,4 @@ pub async fn boot_and_measure(
             },
         },
     })
-}
-
-fn identity_release(session: &crate::hosts::Session) -> String {
-    session.identity().kernel_release.clone()
 }

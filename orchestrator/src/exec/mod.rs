@@ -257,10 +257,8 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
             }
             Done::Booted(job, host, Err(e)) => {
                 let left = driver
-                    .plan
-                    .hosts
-                    .iter()
-                    .filter(|h| h.name != host && !state.retired.iter().any(|(r, _)| *r == h.name))
+                    .active_hosts(state)
+                    .filter(|h| h.name != host)
                     .count();
                 if left == 0 {
                     // The last host: nothing to journal for this boot (it is redone on a

@@ -263,10 +263,7 @@ impl Driver {
     }
 
     /// Hosts still in the pool.
-    pub(super) fn active_hosts<'a>(
-        &'a self,
-        state: &'a HuntState,
-    ) -> impl Iterator<Item = &'a Slot> + 'a {
+    pub fn active_hosts<'a>(&'a self, state: &'a HuntState) -> impl Iterator<Item = &'a Slot> + 'a {
         self.plan
             .hosts
             .iter()
@@ -303,7 +300,6 @@ impl Driver {
     /// Builds `commit` when the builder is free and a build may start now; waits otherwise.
     pub(super) fn build(&self, state: &HuntState, commit: &str) -> Decision {
         match state.building() {
-            Some(c) if c == commit => Decision::Wait,
             Some(_) => Decision::Wait,
             None if !self.plan.build_ahead && state.booting() => Decision::Wait,
             None => Decision::Start(vec![Work::Build(commit.to_owned())]),

@@ -156,7 +156,10 @@ fn changed_fields(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>
     let shown = |v: Option<&String>| match v.map(String::as_str) {
         None => "(not set)".to_owned(),
         Some("") => "(empty)".to_owned(),
-        Some(v) if v.len() > 60 => format!("{:?}…", &v[..v.floor_char_boundary(60)]),
+        // `str::floor_char_boundary` is newer than the workspace's rust-version (1.80).
+        Some(v) if v.chars().count() > 60 => {
+            format!("{:?}…", v.chars().take(60).collect::<String>())
+        }
         Some(v) => format!("{v:?}"),
     };
     keys.into_iter()
