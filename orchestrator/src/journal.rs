@@ -277,6 +277,15 @@ pub enum Event {
         /// How it ended.
         outcome: TestOutcome,
     },
+    /// A run of a command hunt's command is to be killed: other results have ruled its commit
+    /// out (or the hunt is stopping). Its `TestFinished` follows, marked cancelled unless it
+    /// had ended by itself; no verdict is drawn from a cancelled run.
+    TestCancelled {
+        /// The commit.
+        commit: String,
+        /// The checkout running it.
+        job: u32,
+    },
     /// A host left the hunt's pool after a host error (not the candidate's fault); the
     /// remaining hosts carry on, and a resumed hunt leaves it out until `--restore-host`.
     HostRetired {
@@ -478,6 +487,7 @@ impl Journal {
             | Event::BootFinished { commit, .. }
             | Event::TestStarted { commit, .. }
             | Event::TestFinished { commit, .. }
+            | Event::TestCancelled { commit, .. }
             | Event::Verdict { commit, .. }
             | Event::ConfirmStarted { commit, .. }
             | Event::Confirmation { commit, .. } => Some(commit.clone()),

@@ -12,7 +12,7 @@ use firstbad::build::BuildError;
 use firstbad::config::{ClassifyConfig, ClassifyMode, Direction};
 use firstbad::exec::{self, BootJob, Builder, Paths, Task, TestHost};
 use firstbad::hosts::HostError;
-use firstbad::hunt::driver::{Driver, Plan, Slot};
+use firstbad::hunt::driver::{Driver, HuntKind, Plan, Slot};
 use firstbad::hunt::judge::Settings;
 use firstbad::hunt::prelude::begin_or_resume;
 use firstbad::hunt::{end_code, HuntError, HuntState};
@@ -217,6 +217,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         build_ahead: false,
         seed: 42,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
+        kind: HuntKind::Measured,
     }
 }
 

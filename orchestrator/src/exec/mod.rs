@@ -14,8 +14,9 @@ use crate::build::BuildError;
 use crate::hosts::HostError;
 use crate::hunt::driver::{Decision, Driver, Work};
 use crate::hunt::prelude::record;
+use crate::hunt::state::Running;
 use crate::hunt::{short, HuntError, HuntState};
-use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Recorder};
+use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Recorder, TestOutcome};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -61,6 +62,20 @@ pub trait TestHost: Send + Sync + 'static {
     /// One boot and one run of the workload: the boot's outcome (a failed boot is the
     /// candidate's), or the host's own error.
     fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>>;
+    /// One run of a command hunt's command on `commit` (a checkout's work); hosts that boot
+    /// kernels run no commands.
+    fn test(self: Arc<Self>, commit: String) -> Task<Result<TestOutcome, HostError>> {
+        let name = self.name().to_owned();
+        Box::pin(async move {
+            Err(HostError::Missing(format!(
+                "host {name} boots kernels and cannot run {}'s test command",
+                short(&commit)
+            )))
+        })
+    }
+    /// Kills the run of `commit`'s command, if this host is running it (a journalled
+    /// `TestCancelled`); its `test` then ends with the kill.
+    fn cancel(&self, _commit: &str) {}
 }
 
 /// Host errors that may pass: retried this many times, with doubling waits from
@@ -80,6 +95,7 @@ pub fn transient(e: &HostError) -> bool {
 enum Done {
     Built(String, Result<BuildOutcome, BuildError>),
     Booted(BootJob, String, Result<BootOutcome, HostError>),
+    Tested(String, u32, Result<TestOutcome, HostError>),
 }
 
 /// Where the executor puts what a boot leaves behind.
@@ -110,12 +126,30 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
         .collect();
     let mut running: FuturesUnordered<Task<Done>> = FuturesUnordered::new();
     let mut stop: Option<HuntError> = None;
+    let mut stopping = false;
     loop {
+        if stop.is_some() && !stopping {
+            // What runs a command is killed: its result no longer matters (boots are let
+            // finish, so that their values are journalled).
+            stopping = true;
+            cancel_tests(journal, state, hosts)?;
+        }
         if stop.is_none() {
             match driver.next(state) {
                 Decision::Record(event) => {
                     say(&event, state);
+                    let cancel = match &event {
+                        Event::TestCancelled { commit, job } => Some((commit.clone(), *job)),
+                        _ => None,
+                    };
                     record(journal, state, event)?;
+                    if let Some((commit, job)) = cancel {
+                        tracing::info!(
+                            "cancelling {} on checkout {job}: no longer a candidate",
+                            short(&commit)
+                        );
+                        host_of(hosts, job)?.cancel(&commit);
+                    }
                     continue;
                 }
                 Decision::Done(end) => return Ok(end),
@@ -124,8 +158,35 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                 Decision::Start(work) => {
                     let mut started = 0;
                     for w in work {
+                        if let Work::Test { commit, job } = &w {
+                            let (commit, job) = (commit.clone(), *job);
+                            let h = Arc::clone(host_of(hosts, job)?);
+                            record(
+                                journal,
+                                state,
+                                Event::TestStarted {
+                                    commit: commit.clone(),
+                                    job,
+                                },
+                            )?;
+                            tracing::info!(
+                                "testing {} on checkout {job} ({} candidates left, ~{} steps)",
+                                short(&commit),
+                                driver.bisection().remaining(),
+                                driver.bisection().steps_left()
+                            );
+                            let span = tracing::info_span!("test", commit = short(&commit), job);
+                            let task = h.test(commit.clone());
+                            running.push(Box::pin(
+                                async move { Done::Tested(commit, job, task.await) }
+                                    .instrument(span),
+                            ));
+                            started += 1;
+                            continue;
+                        }
                         let commit = match &w {
                             Work::Build(c) | Work::Boot { commit: c, .. } => c.clone(),
+                            Work::Test { .. } => unreachable!("tests handled above"),
                         };
                         let rebuild = matches!(w, Work::Boot { .. }) && stale.contains(&commit);
                         if matches!(w, Work::Build(_)) || rebuild {
@@ -255,6 +316,35 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                     },
                 )?;
             }
+            Done::Tested(commit, job, Ok(mut outcome)) => {
+                // Killed because it no longer mattered: recorded, never judged. (A run that
+                // ended by itself just before the kill keeps its verdict.)
+                let cancelled = state.running.iter().any(|r| {
+                    matches!(r, Running::Test { commit: c, job: j, cancelled: true }
+                        if *c == commit && *j == job)
+                });
+                if cancelled && outcome.exit_code.is_none() {
+                    outcome.cancelled = true;
+                    outcome.signal = None;
+                }
+                record(
+                    journal,
+                    state,
+                    Event::TestFinished {
+                        commit,
+                        job,
+                        outcome,
+                    },
+                )?;
+            }
+            Done::Tested(commit, job, Err(e)) => {
+                // The checkouts share one disk and one repository: what breaks one almost
+                // always breaks the others, so the hunt stops (a rerun resumes).
+                stop.get_or_insert(HuntError::Infrastructure(format!(
+                    "checkout {job} could not test {}: {e}; rerun to resume",
+                    short(&commit)
+                )));
+            }
             Done::Booted(job, host, Err(e)) => {
                 let left = driver
                     .active_hosts(state)
@@ -294,6 +384,47 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
             }
         }
     }
+}
+
+/// The host (a checkout) of a command hunt's job.
+fn host_of<H>(hosts: &[Arc<H>], job: u32) -> Result<&Arc<H>, HuntError> {
+    hosts.get(job as usize).ok_or_else(|| {
+        HuntError::Infrastructure(format!(
+            "the driver chose checkout {job}, which this hunt does not have"
+        ))
+    })
+}
+
+/// Journals the kill of every command still running, and kills them.
+fn cancel_tests<H: TestHost, R: Recorder>(
+    journal: &R,
+    state: &mut HuntState,
+    hosts: &[Arc<H>],
+) -> Result<(), HuntError> {
+    let live: Vec<(String, u32)> = state
+        .running
+        .iter()
+        .filter_map(|r| match r {
+            Running::Test {
+                commit,
+                job,
+                cancelled: false,
+            } => Some((commit.clone(), *job)),
+            _ => None,
+        })
+        .collect();
+    for (commit, job) in live {
+        record(
+            journal,
+            state,
+            Event::TestCancelled {
+                commit: commit.clone(),
+                job,
+            },
+        )?;
+        host_of(hosts, job)?.cancel(&commit);
+    }
+    Ok(())
 }
 
 /// A boot on `host`, retried after a transient host error ([`RETRIES`], doubling waits).

@@ -46,6 +46,21 @@ pub struct Plan {
     pub seed: u64,
     /// A commit's first parent (a read of the immutable history, not of the world).
     pub first_parent: FirstParent,
+    /// How a commit is judged.
+    pub kind: HuntKind,
+}
+
+/// How a hunt judges a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HuntKind {
+    /// From boots (or runs) that measure a metric, with the hunt's statistics.
+    Measured,
+    /// From the exit status of one run of a command, as `git bisect run` does
+    /// ([`phases::exact`]); the hosts are the checkouts the command runs in.
+    ExitStatus {
+        /// The command, for messages.
+        command: String,
+    },
 }
 
 /// One thing to start.
@@ -59,6 +74,13 @@ pub enum Work {
         commit: String,
         /// The host.
         host: String,
+    },
+    /// Run a command hunt's command on a commit in a checkout.
+    Test {
+        /// The commit.
+        commit: String,
+        /// The checkout (the plan's host of that index).
+        job: u32,
     },
 }
 
@@ -127,7 +149,7 @@ impl Driver {
     }
 
     /// git bisect's next step, computed once per verdict.
-    fn bisection_next(&mut self) -> Next {
+    pub(super) fn bisection_next(&mut self) -> Next {
         match &self.next {
             Some((marked, next)) if *marked == self.marked => next.clone(),
             _ => {
@@ -166,6 +188,10 @@ impl Driver {
         self.marked = state.verdicts.len();
         if let Some(d) = phases::hosts::retire_failing(self, state) {
             return d;
+        }
+        if let HuntKind::ExitStatus { command } = &self.plan.kind {
+            let command = command.clone();
+            return phases::exact::next(self, state, &command);
         }
         if self.active_hosts(state).next().is_none() {
             return Decision::Stop(

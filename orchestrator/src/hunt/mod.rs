@@ -24,12 +24,10 @@ use crate::config::{ClassifyMode, Direction, HuntConfig};
 use crate::error::exit_code;
 use crate::exec::kernel::{KernelBuilder, KernelHost};
 use crate::hosts::{Host, HostError};
-use crate::journal::{
-    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, JournalError,
-};
-use driver::{hunt_seed, Driver, Plan, Slot};
+use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal, JournalError};
+use driver::{hunt_seed, Driver, HuntKind, Plan, Slot};
 use judge::Settings;
-use prelude::{content_hash, fingerprint, record};
+use prelude::{content_hash, record};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -159,59 +157,16 @@ pub async fn run_with(
     )?;
     // The first good is measured as the baseline; the others only bound the range.
     let good = range.goods[0].clone();
-    std::fs::create_dir_all(&cfg.state_dir).map_err(|e| {
-        HuntError::BadInput(format!(
-            "cannot create state directory {}: {e}",
-            cfg.state_dir.display()
-        ))
-    })?;
-    let _lock = prelude::lock_state_dir(&cfg.state_dir)?;
-    let journal = Journal::open(&journal_path(&cfg.state_dir))?;
     let meaning = meaning(cfg, &range)?;
-    let identity = HuntIdentity {
-        good: good.clone(),
-        bad: range.bad.clone(),
-        fingerprint: fingerprint(&meaning),
-        meaning,
-    };
-    begin_or_resume(
-        &journal,
-        &identity,
-        &cfg.state_dir,
-        &range.dag,
-        &range.goods,
-        range.info.as_ref(),
-    )?;
-    let mut state = HuntState::replay(&journal.events()?);
-    if let Some(end) = &state.end {
-        tracing::info!("this hunt has already ended; `firstbad report` shows it");
-        return Ok(Outcome {
-            exit_code: end_code(end, state.confirmation.as_ref()),
-            end: end.clone(),
-            confirmation: state.confirmation.clone(),
-        });
-    }
-    if let Some(step) = state.in_flight() {
-        tracing::warn!("the previous run stopped during {step}; redoing that step");
-    }
-    record(
-        &journal,
-        &mut state,
-        Event::RunStarted {
-            tuning: tuning(cfg),
-        },
-    )?;
-    if let Some(file) = replay {
-        apply_replay(
-            &range.history,
-            &range.dag,
-            &range.bad,
-            &range.goods,
-            &journal,
-            &mut state,
-            file,
-        )?;
-    }
+    let (_lock, journal, mut state) =
+        match prelude::open_hunt(&cfg.state_dir, &range, meaning, tuning(cfg), replay)? {
+            prelude::Opened::Ended(outcome) => return Ok(outcome),
+            prelude::Opened::Run {
+                lock,
+                journal,
+                state,
+            } => (lock, journal, *state),
+        };
     for name in restore {
         if !cfg.hosts.iter().any(|h| h.name == *name) {
             return Err(HuntError::BadInput(format!(
@@ -256,6 +211,7 @@ pub async fn run_with(
             let parent = commit.parent_ids().next();
             parent.map(|p| p.to_string())
         }),
+        kind: HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let paths = crate::exec::Paths {

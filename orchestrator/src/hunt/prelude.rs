@@ -224,6 +224,86 @@ pub fn begin_or_resume(
     }
 }
 
+/// A hunt's journal opened for a run: the state directory's lock, the journal and its fold,
+/// or the outcome of a hunt that has already ended.
+pub enum Opened {
+    /// The hunt goes on: `RunStarted` is journalled and the `--replay` verdicts applied.
+    Run {
+        /// Held while the run lasts: one run per state directory.
+        lock: std::fs::File,
+        /// The journal.
+        journal: Journal,
+        /// Its fold.
+        state: Box<HuntState>,
+    },
+    /// The hunt had ended; nothing was journalled.
+    Ended(super::Outcome),
+}
+
+/// What every run of a hunt does first, kernel and command hunts alike: take the state
+/// directory, check that its journal is this hunt's ([`begin_or_resume`]), say what an
+/// interrupted run was doing, journal `RunStarted` with the run's `tuning`, and apply a
+/// `git bisect log` given with `--replay`.
+pub fn open_hunt(
+    state_dir: &Path,
+    range: &HuntRange,
+    meaning: BTreeMap<String, String>,
+    tuning: BTreeMap<String, String>,
+    replay: Option<&Path>,
+) -> Result<Opened, HuntError> {
+    std::fs::create_dir_all(state_dir).map_err(|e| {
+        HuntError::BadInput(format!(
+            "cannot create state directory {}: {e}",
+            state_dir.display()
+        ))
+    })?;
+    let lock = lock_state_dir(state_dir)?;
+    let journal = Journal::open(&super::journal_path(state_dir))?;
+    let identity = HuntIdentity {
+        good: range.goods[0].clone(),
+        bad: range.bad.clone(),
+        fingerprint: fingerprint(&meaning),
+        meaning,
+    };
+    begin_or_resume(
+        &journal,
+        &identity,
+        state_dir,
+        &range.dag,
+        &range.goods,
+        range.info.as_ref(),
+    )?;
+    let mut state = HuntState::replay(&journal.events()?);
+    if let Some(end) = &state.end {
+        tracing::info!("this hunt has already ended; `firstbad report` shows it");
+        return Ok(Opened::Ended(super::Outcome {
+            exit_code: super::end_code(end, state.confirmation.as_ref()),
+            end: end.clone(),
+            confirmation: state.confirmation.clone(),
+        }));
+    }
+    if let Some(step) = state.in_flight() {
+        tracing::warn!("the previous run stopped during {step}; redoing that step");
+    }
+    record(&journal, &mut state, Event::RunStarted { tuning })?;
+    if let Some(file) = replay {
+        apply_replay(
+            &range.history,
+            &range.dag,
+            &range.bad,
+            &range.goods,
+            &journal,
+            &mut state,
+            file,
+        )?;
+    }
+    Ok(Opened::Run {
+        lock,
+        journal,
+        state: Box::new(state),
+    })
+}
+
 /// Journals an event and applies it: the one way a hunt records what it decided or did.
 pub fn record(
     journal: &impl Recorder,

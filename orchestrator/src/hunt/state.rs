@@ -4,7 +4,9 @@
 //! a resumed hunt applies the same events in the same order. So the state a rerun starts from
 //! is, field for field, the state the killed run had after its last journalled event.
 
-use crate::journal::{BootOutcome, BuildOutcome, Entry, Event, HuntEnd, RangeInfo, Verdict};
+use crate::journal::{
+    BootOutcome, BuildOutcome, Entry, Event, HuntEnd, RangeInfo, TestOutcome, Verdict,
+};
 use crate::sequential::HostFailures;
 use std::collections::HashMap;
 
@@ -83,6 +85,15 @@ pub enum Running {
         /// Place among the hunt's started boots.
         started: usize,
     },
+    /// A run of a command hunt's command in a checkout.
+    Test {
+        /// The commit.
+        commit: String,
+        /// The checkout.
+        job: u32,
+        /// Whether its kill was journalled (`TestCancelled`).
+        cancelled: bool,
+    },
 }
 
 impl Running {
@@ -93,6 +104,7 @@ impl Running {
             Running::Boot {
                 commit, boot, host, ..
             } => format!("boot {boot} of {commit} on {host}"),
+            Running::Test { commit, job, .. } => format!("test of {commit} on checkout {job}"),
         }
     }
 }
@@ -139,6 +151,11 @@ pub struct HuntState {
     pub retired: Vec<(String, String)>,
     /// Finished boots of the whole hunt.
     pub boots_finished: usize,
+    /// Runs of a command hunt's command that ended by themselves and await their verdict,
+    /// oldest first: commit, checkout, how the run ended.
+    pub tests_unjudged: Vec<(String, u32, TestOutcome)>,
+    /// Runs of the command finished in the hunt, cancelled ones too.
+    pub tests_finished: usize,
 }
 
 impl HuntState {
@@ -252,6 +269,7 @@ impl HuntState {
                 self.verdicts
                     .push((commit.clone(), *verdict, reason.clone()));
                 self.boots_since_verdict = 0;
+                self.tests_unjudged.retain(|(c, ..)| c != commit);
             }
             Event::Finished { end } => self.end = Some(end.clone()),
             Event::Range(r) => self.range = Some(r.clone()),
@@ -265,9 +283,44 @@ impl HuntState {
                 // A drift check cut short goes on with the boots it has; one that found the
                 // host moved is repeated first (a person has looked at the host).
                 self.drift_stop = false;
+                // A run that said nothing about its commit (the command not found, killed
+                // from outside) stopped the last run; this one tests that commit again.
+                self.tests_unjudged
+                    .retain(|(_, _, o)| super::phases::exact::speaks(o));
             }
-            // Local command hunts (crate::local) keep their own view of these.
-            Event::TestStarted { .. } | Event::TestFinished { .. } => {}
+            Event::TestStarted { commit, job } => self.running.push(Running::Test {
+                commit: commit.clone(),
+                job: *job,
+                cancelled: false,
+            }),
+            Event::TestCancelled { commit, job } => {
+                for r in &mut self.running {
+                    if let Running::Test {
+                        commit: c,
+                        job: j,
+                        cancelled,
+                    } = r
+                    {
+                        if c == commit && j == job {
+                            *cancelled = true;
+                        }
+                    }
+                }
+            }
+            Event::TestFinished {
+                commit,
+                job,
+                outcome,
+            } => {
+                self.running.retain(
+                    |r| !matches!(r, Running::Test { commit: c, job: j, .. } if c == commit && j == job),
+                );
+                self.tests_finished += 1;
+                if !outcome.cancelled {
+                    self.tests_unjudged
+                        .push((commit.clone(), *job, outcome.clone()));
+                }
+            }
         }
     }
 
@@ -392,7 +445,7 @@ impl HuntState {
     pub fn building(&self) -> Option<&str> {
         self.running.iter().find_map(|r| match r {
             Running::Build { commit } => Some(commit.as_str()),
-            Running::Boot { .. } => None,
+            Running::Boot { .. } | Running::Test { .. } => None,
         })
     }
 

@@ -121,6 +121,7 @@ pub fn firstbad_run(w: &mut World) -> Outcome {
         build_ahead: false,
         seed,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
+        kind: crate::hunt::driver::HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).expect("a line is a valid range");
     let world = Arc::new(Mutex::new(w.take()));

@@ -112,7 +112,7 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
 fn under_test(state: &HuntState, bisection: &Bisection, endpoints: &[&str]) -> Vec<String> {
     let booting = state.running.iter().filter_map(|r| match r {
         super::super::Running::Boot { commit, .. } => Some(commit),
-        super::super::Running::Build { .. } => None,
+        super::super::Running::Build { .. } | super::super::Running::Test { .. } => None,
     });
     let mut ids: Vec<String> = state
         .boots

@@ -5,5 +5,6 @@ pub mod baselines;
 pub mod bisect;
 pub mod confirm;
 pub mod drift;
+pub mod exact;
 pub mod hosts;
 pub mod refine;
