@@ -105,6 +105,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
             direction: crate::config::Direction::LowerIsBetter,
             metric: String::new(),
             split: cfg.paths.is_empty(),
+            probe: Default::default(),
         },
         hosts: (0..k)
             .map(|j| Slot {

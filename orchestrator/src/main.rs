@@ -423,7 +423,8 @@ fn strategy_name(s: &str) -> Result<String, String> {
     match firstbad::sim::Strategy::from_name(s) {
         Some(_) => Ok(s.to_string()),
         None => Err(format!(
-            "unknown strategy {s:?}: one of firstbad, firstbad-greedy, firstbad-run, git-bisect-K, \
+            "unknown strategy {s:?}: one of firstbad, firstbad-greedy, firstbad-run, \
+             firstbad-run-boundary, git-bisect-K, \
              majority-K (K odd), lkp-gap, lkp-gap-K, pinpoint, pinpoint-K"
         )),
     }

@@ -206,6 +206,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
             direction: Direction::LowerIsBetter,
             metric: "p50".into(),
             split: true,
+            probe: Default::default(),
         },
         hosts: hosts
             .iter()

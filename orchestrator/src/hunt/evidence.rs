@@ -14,7 +14,7 @@ use std::collections::HashMap;
 /// look twice as sure.
 pub fn evidence_boots(s: &Settings, state: &HuntState, dag: &Dag, id: &str) -> Vec<(f64, f64)> {
     let mut boots = state.timed(id);
-    if s.baselines_mode() && dag.nodes()[0].id == id {
+    if s.baselines_mode() && dag.id(0) == id {
         let n = state.baseline_boots.unwrap_or(0).min(boots.len());
         boots.drain(..n);
     }
@@ -79,7 +79,7 @@ pub fn posterior_inputs(
     rows: &mut HashMap<usize, Vec<bool>>,
 ) -> PosteriorInputs {
     let remeasured = reference_boots(state, good);
-    let origin = trend_origin(s, state, good, &dag.nodes()[0].id);
+    let origin = trend_origin(s, state, good, dag.id(0));
     let line = Timeline::new(model, origin, &remeasured);
     // The booted hypotheses, in hypothesis order: a hunt boots few of its candidates, so
     // they are found from its boots, not by looking up every candidate.
@@ -94,7 +94,7 @@ pub fn posterior_inputs(
     booted.sort_unstable();
     let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
     for (h, t) in booted {
-        let boots = evidence_boots(s, state, dag, &dag.nodes()[t].id);
+        let boots = evidence_boots(s, state, dag, dag.id(t));
         if let Some(e) = commit_evidence(model, &line, &boots) {
             let row = rows
                 .entry(t)
@@ -120,7 +120,7 @@ pub fn bad_under(dag: &Dag, hypotheses: &[usize], tested: usize) -> Vec<bool> {
     let mut stack = vec![tested];
     while let Some(i) = stack.pop() {
         if !std::mem::replace(&mut seen[i], true) {
-            stack.extend(dag.nodes()[i].parents.iter().copied());
+            stack.extend(dag.parents_of(i));
         }
     }
     hypotheses.iter().map(|&h| seen[h]).collect()

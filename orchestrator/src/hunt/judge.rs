@@ -19,6 +19,21 @@ pub struct Settings {
     /// Commits outside the hunt's paths share a class with one that changes them: false when
     /// `paths` is set (the posterior then answers a class by its tested member).
     pub split: bool,
+    /// Which commit the posterior phase boots next.
+    pub probe: RefineProbe,
+}
+
+/// Which commit the posterior phase boots next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RefineProbe {
+    /// The boot with the most expected information per unit of cost, over every tested
+    /// commit and a spread of untested ones ([`crate::posterior::refine_step`]): the product's.
+    #[default]
+    Information,
+    /// Only the boundary: the most probable culprit and its first parent, the one with fewer
+    /// boots first. Measured in the simulator against `Information` (issue 18, item 8;
+    /// docs/simulation.md) and not chosen; `firstbad sim --strategy firstbad-run-boundary`.
+    Boundary,
 }
 
 impl Settings {

@@ -243,6 +243,7 @@ pub fn settings(cfg: &HuntConfig) -> Settings {
         direction: cfg.workload.direction,
         metric: cfg.workload.metric.clone(),
         split: cfg.paths.is_empty(),
+        probe: Default::default(),
     }
 }
 

@@ -8,7 +8,10 @@ pub fn run_one(strategy: Strategy, cell: &Cell, seed: u64) -> (Outcome, World) {
     let o = match strategy {
         Strategy::Firstbad => firstbad(&mut w, false),
         Strategy::FirstbadGreedy => firstbad(&mut w, true),
-        Strategy::FirstbadRun => run::firstbad_run(&mut w),
+        Strategy::FirstbadRun => run::firstbad_run(&mut w, Default::default()),
+        Strategy::FirstbadRunBoundary => {
+            run::firstbad_run(&mut w, crate::hunt::judge::RefineProbe::Boundary)
+        }
         Strategy::GitBisect(k) => git_bisect(&mut w, k as usize),
         Strategy::Majority(k) => majority(&mut w, k as usize),
         Strategy::LkpGap(k) => lkp_gap(&mut w, k as usize),
@@ -255,8 +258,15 @@ pub(super) fn run_cell_sampled(
                 share(partial[1], named - named_right),
             )
         }),
-        phases: (strategy == Strategy::FirstbadRun).then(|| by_phase.map(f)),
-        verdicts_wrong: (strategy == Strategy::FirstbadRun && verdicts[0] > 0)
+        phases: matches!(
+            strategy,
+            Strategy::FirstbadRun | Strategy::FirstbadRunBoundary
+        )
+        .then(|| by_phase.map(f)),
+        verdicts_wrong: (matches!(
+            strategy,
+            Strategy::FirstbadRun | Strategy::FirstbadRunBoundary
+        ) && verdicts[0] > 0)
             .then(|| verdicts[1] as f64 / verdicts[0] as f64),
     };
     (result, samples)

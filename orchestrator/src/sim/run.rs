@@ -100,7 +100,7 @@ fn line(n: usize) -> Dag {
 }
 
 /// `firstbad run` on the world's history, one simulated host, the hunt file's defaults.
-pub fn firstbad_run(w: &mut World) -> Outcome {
+pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Outcome {
     let n = w.n;
     let seed = w.rng.gen::<u64>();
     let plan = Plan {
@@ -113,6 +113,7 @@ pub fn firstbad_run(w: &mut World) -> Outcome {
             direction: Direction::LowerIsBetter,
             metric: "fsync_latency_p50_ms".into(),
             split: true,
+            probe,
         },
         hosts: vec![Slot {
             name: "sim".into(),

@@ -15,6 +15,10 @@ pub enum Strategy {
     /// drift check of the good endpoint every 4 verdicts, a final re-test against the parent,
     /// and the DAG posterior's probability as the stated confidence.
     FirstbadRun,
+    /// `firstbad run` with the posterior phase booting only the boundary (the most probable
+    /// culprit and its parent): the alternative measured for issue 18, item 8; not in
+    /// [`Strategy::ALL`].
+    FirstbadRunBoundary,
     /// git bisect with `k` boots per commit: their mean against the midpoint of the endpoints'
     /// means. `k = 1` is plain git bisect; more is a wrapper script that averages.
     GitBisect(u32),
@@ -46,6 +50,7 @@ impl Strategy {
             Strategy::Firstbad => "firstbad".into(),
             Strategy::FirstbadGreedy => "firstbad-greedy".into(),
             Strategy::FirstbadRun => "firstbad-run".into(),
+            Strategy::FirstbadRunBoundary => "firstbad-run-boundary".into(),
             Strategy::GitBisect(k) => format!("git-bisect-{k}"),
             Strategy::Majority(k) => format!("majority-{k}"),
             Strategy::LkpGap(LKP_RUNS) => "lkp-gap".into(),
@@ -59,6 +64,9 @@ impl Strategy {
     pub fn from_name(name: &str) -> Option<Strategy> {
         if let Some(s) = Strategy::ALL.into_iter().find(|s| s.name() == name) {
             return Some(s);
+        }
+        if name == "firstbad-run-boundary" {
+            return Some(Strategy::FirstbadRunBoundary);
         }
         let (family, k) = name.rsplit_once('-')?;
         let k: u32 = k.parse().ok().filter(|&k| k >= 1)?;

@@ -216,7 +216,7 @@ fn conclude(
                 same.len(),
                 same.iter()
                     .take(8)
-                    .map(|&h| short(&dag.nodes()[hypotheses[h]].id))
+                    .map(|&h| short(dag.id(hypotheses[h])))
                     .collect::<Vec<_>>()
                     .join(", ")
             );

@@ -8,7 +8,7 @@
 
 use super::super::driver::{Decision, Driver};
 use super::super::evidence::{bad_under, evidence_boots, posterior_inputs, PosteriorInputs};
-use super::super::judge::Judge;
+use super::super::judge::{Judge, RefineProbe};
 use super::super::HuntState;
 use super::{confirm, drift};
 use crate::journal::{BuildOutcome, HuntEnd};
@@ -113,10 +113,16 @@ pub fn next(
         // Boots still running may change the answer: they are waited for.
         RefineStep::Stop { .. } if running > 0 => return Decision::Wait,
         RefineStep::Stop { answer, .. } => {
-            let id = dag.nodes()[hypotheses[answer]].id.clone();
+            let id = dag.id(hypotheses[answer]).to_owned();
             return confirm::begin(d, state, judge, &id);
         }
-        RefineStep::Boot(h) => dag.nodes()[hypotheses[h]].id.clone(),
+        RefineStep::Boot(h) => match settings.probe {
+            RefineProbe::Information => dag.id(hypotheses[h]).to_owned(),
+            RefineProbe::Boundary => {
+                let b = boundary(&p, hypotheses, dag, &candidate).unwrap_or(h);
+                dag.id(hypotheses[b]).to_owned()
+            }
+        },
     };
     match state.builds.get(&probe) {
         None => d.build(state, &probe),
@@ -124,4 +130,25 @@ pub fn next(
         // Not usable: the next step chooses another.
         Some(BuildOutcome::Failed { .. }) => Decision::Wait,
     }
+}
+
+/// The boundary rule's boot ([`RefineProbe::Boundary`]): of the most probable culprit and its
+/// first parent (when that is a hypothesis and usable), the one with fewer boots, the parent
+/// on a tie.
+fn boundary(
+    p: &[f64],
+    hypotheses: &[usize],
+    dag: &crate::search::Dag,
+    candidate: &impl Fn(usize) -> Candidate,
+) -> Option<usize> {
+    let culprit = (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b]).then(b.cmp(&a)))?;
+    let parent = dag
+        .parents_of(hypotheses[culprit])
+        .next()
+        .and_then(|t| hypotheses.binary_search(&t).ok())
+        .filter(|&h| candidate(h).usable);
+    Some(match parent {
+        Some(q) if candidate(q).boots <= candidate(culprit).boots => q,
+        _ => culprit,
+    })
 }
