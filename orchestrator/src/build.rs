@@ -349,6 +349,18 @@ pub fn checkout_detached(
     let repo = git2::Repository::open(repo_path)?;
     let oid = git2::Oid::from_str(commit)?;
     let target = repo.find_commit(oid)?;
+    let admin = repo.path().join("worktrees").join(name);
+    if src.join(".git").exists() && !owns(src, &admin) {
+        // A checkout copied or moved with its state directory: its `.git` names another
+        // worktree (the original's), and libgit2 would check candidates out into the original's
+        // files and test a stale tree here (issue 19, finding 5). It is made anew under this
+        // directory's own name; the other worktree is left alone (its hunt may be running).
+        tracing::warn!(
+            "{} belongs to another worktree (a copied or moved state directory?): making it anew",
+            src.display()
+        );
+        std::fs::remove_dir_all(src).map_err(io("removing a copied worktree"))?;
+    }
     if !src.join(".git").exists() {
         if let Ok(stale) = repo.find_worktree(name) {
             let mut opts = git2::WorktreePruneOptions::new();
@@ -360,7 +372,6 @@ pub fn checkout_detached(
         }
         // What an interrupted attempt may have left, which libgit2 neither lists nor prunes:
         // the administrative directory and the branch it was made through (both ours by name).
-        let admin = repo.path().join("worktrees").join(name);
         if admin.exists() {
             std::fs::remove_dir_all(&admin).map_err(io("removing a stale worktree entry"))?;
         }
@@ -385,6 +396,21 @@ pub fn checkout_detached(
     wt.checkout_tree(target.as_object(), Some(&mut co))?;
     wt.set_head_detached(oid)?;
     Ok(())
+}
+
+/// Whether the linked worktree at `src` is the one administered at `admin`: its `.git` file
+/// names `admin`, and `admin` names it back.
+fn owns(src: &Path, admin: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    // A relative path (git's worktree.useRelativePaths) is relative to the file's directory.
+    let named = |file: &Path, prefix: &str| {
+        let text = std::fs::read_to_string(file).ok()?;
+        let p = PathBuf::from(text.trim().strip_prefix(prefix)?.trim());
+        Some(file.parent()?.join(p))
+    };
+    let forward = named(&src.join(".git"), "gitdir:").and_then(|p| canon(&p));
+    let back = named(&admin.join("gitdir"), "").and_then(|p| canon(&p));
+    forward.is_some() && forward == canon(admin) && back == canon(&src.join(".git"))
 }
 
 /// Whether a kernel config enables loadable modules.

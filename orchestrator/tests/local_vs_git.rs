@@ -660,3 +660,68 @@ fn replaying_git_bisect_run_s_log_runs_nothing_and_answers_the_same() {
         git_runs.lines().count()
     );
 }
+
+/// A state directory copied mid-hunt (issue 19, finding 5): its checkouts' `.git` files name
+/// the original's worktrees, through which libgit2 checked candidates out into the original's
+/// files while the copy tested a stale tree, and answered a wrong commit. The copy must test in
+/// checkouts of its own, answer the true culprit, and leave the original's checkout alone.
+#[test]
+fn a_copied_state_dir_tests_in_checkouts_of_its_own() {
+    let mut rng = Rng::new(55);
+    let case = Case::new(&linear_shape(60), &mut rng, 0);
+    let (count, stop) = (case.path().join("count"), case.path().join("stop-at-3"));
+    // Stops the first hunt (exit 127) on its third run while `stop` exists; fails with 202 when
+    // the files here are not the candidate's (a stale tree).
+    let script = script(
+        case.path(),
+        &format!(
+            "n=$(($(cat {c} 2>/dev/null || echo 0) + 1)); echo $n > {c}\n\
+             test -e {s} && test $n -ge 3 && exit 127\n\
+             test \"$(git rev-parse HEAD)\" = \"$FIRSTBAD_COMMIT\" || exit 201\n\
+             test -z \"$(git status --porcelain --untracked-files=no)\" || exit 202",
+            c = count.display(),
+            s = stop.display()
+        ),
+    );
+    std::fs::write(&stop, "").expect("write");
+    let good = case.ids[case.good].clone();
+    let command = format!("sh {}", script.display());
+    let hunt = hunt_file(case.path(), "orig", &good, case.bad(), &command, "");
+    let out = firstbad(&["run", &hunt.display().to_string()]);
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let orig = case.path().join("state-orig");
+    let orig_head = || git_ok(&orig.join("checkouts/job0"), &["rev-parse", "HEAD"]);
+    let before = orig_head();
+    std::fs::remove_file(&stop).expect("rm");
+
+    // The copy: the same hunt in another state directory, resumed from the copied journal.
+    let copy = case.path().join("state-copy");
+    let cp = Command::new("cp")
+        .args([
+            "-a",
+            &orig.display().to_string(),
+            &copy.display().to_string(),
+        ])
+        .status()
+        .expect("cp");
+    assert!(cp.success());
+    let text = std::fs::read_to_string(&hunt)
+        .expect("read")
+        .replace("state-orig", "state-copy");
+    let copied = case.path().join("copy.toml");
+    std::fs::write(&copied, text).expect("write");
+    let (_, end, _) = firstbad_run(&copied);
+    assert_eq!(end, End::Found(case.ids[case.culprit].clone()));
+    assert_eq!(orig_head(), before, "the original's checkout was moved");
+    let gitfile = std::fs::read_to_string(copy.join("checkouts/job0/.git")).expect(".git");
+    let orig_gitfile = std::fs::read_to_string(orig.join("checkouts/job0/.git")).expect(".git");
+    assert_ne!(
+        gitfile, orig_gitfile,
+        "the copy still uses the original's worktree"
+    );
+}
