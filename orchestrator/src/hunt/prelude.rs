@@ -211,14 +211,12 @@ pub fn begin_or_resume(
             Ok(())
         }
         None => {
-            journal.set_identity(identity)?;
             let candidates = Bisection::new(dag, &identity.bad, goods)
                 .map_err(|e| HuntError::BadInput(e.to_string()))?
                 .remaining();
-            journal.append(&Event::HuntStarted { candidates })?;
-            if let Some(info) = range_info {
-                journal.append(&Event::Range(info.clone()))?;
-            }
+            let mut first = vec![Event::HuntStarted { candidates }];
+            first.extend(range_info.map(|info| Event::Range(info.clone())));
+            journal.start(identity, &first)?;
             Ok(())
         }
     }
