@@ -17,9 +17,10 @@ use std::process::ExitCode;
 /// workload through its agent, and bisects from per-boot statistics. Every step goes to a
 /// journal first: rerun the same command after any interruption and it resumes.
 ///
-/// Exit codes: 0 found (or success), 1 error, 2 bad input (hunt file, revisions),
-/// 3 regression not reproduced, 4 ambiguous (only skipped commits left, or the culprit not confirmed),
-/// 5 infrastructure failure (a host, an endpoint that does not build or boot).
+/// Exit codes: 0 found (or success), 1 error, 2 bad input (hunt file, revisions, a state
+/// directory holding a hunt's files but no whole journal), 3 regression not reproduced,
+/// 4 ambiguous (only skipped commits left, or the culprit not confirmed), 5 infrastructure
+/// failure (a host, an endpoint that does not build or boot, a result that could not be saved).
 #[derive(Parser)]
 #[command(name = "firstbad", version, about, long_about)]
 struct Cli {
@@ -40,6 +41,12 @@ enum Command {
         /// Put a host that left the pool (after a host error) back into it; repeatable.
         #[arg(long, value_name = "NAME")]
         restore_host: Vec<String>,
+        /// Start the hunt afresh: first move everything in its state directory (journal,
+        /// logs, checkouts, consoles) into <state_dir>/discarded-<UTC time>/, deleting
+        /// nothing. Without it, a state directory holding a hunt's files but no whole journal
+        /// is refused (exit 2) rather than hunted again.
+        #[arg(long)]
+        fresh: bool,
     },
     /// Show where a hunt is (safe while it runs, from another terminal).
     Status {
@@ -217,11 +224,25 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             hunt,
             replay,
             restore_host,
+            fresh,
         } => {
             let file = match load_file(&hunt) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
+            if fresh {
+                match hunt::state_dir::start_afresh(file.state_dir()) {
+                    Ok(Some(to)) => eprintln!(
+                        "firstbad: --fresh: moved the earlier hunt's files into {}",
+                        to.display()
+                    ),
+                    Ok(None) => {}
+                    Err(e) => {
+                        eprintln!("firstbad: {e}");
+                        return Ok(e.exit_code());
+                    }
+                }
+            }
             let result = match &file {
                 HuntFile::Kernel(cfg) => {
                     runtime()?.block_on(hunt::run_with(cfg, replay.as_deref(), &restore_host))
@@ -276,7 +297,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 Err(e) => {
                     eprintln!("firstbad: {e}");
-                    if e.exit_code() == exit_code::INFRASTRUCTURE {
+                    if e.exit_code() == exit_code::INFRASTRUCTURE && e.resumes() {
                         eprintln!(
                             "firstbad: the journal is intact; rerun the same command to resume"
                         );

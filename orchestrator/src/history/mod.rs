@@ -414,7 +414,7 @@ fn short_id(id: &str) -> &str {
 }
 
 /// `YYYY-MM-DD HH:MM:SS +hhmm` for a time and a UTC offset, as `git log --date=iso` shows it.
-fn iso_date(seconds: i64, offset_minutes: i32) -> String {
+pub(crate) fn iso_date(seconds: i64, offset_minutes: i32) -> String {
     let local = seconds + i64::from(offset_minutes) * 60;
     let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -14,6 +14,7 @@ pub mod judge;
 pub mod phases;
 pub mod prelude;
 pub mod state;
+pub mod state_dir;
 pub mod summary;
 
 pub use prelude::{apply_replay, begin_or_resume, HuntRange};
@@ -50,6 +51,10 @@ pub enum HuntError {
     /// A step that needs a person (an endpoint that does not build or boot).
     #[error("{0}")]
     Infrastructure(String),
+    /// The hunt ended but its end cannot be read back from its journal: it is not given
+    /// ([`state_dir::confirm_saved`]).
+    #[error("{0}")]
+    NotSaved(String),
 }
 
 impl HuntError {
@@ -57,11 +62,22 @@ impl HuntError {
     pub fn exit_code(&self) -> u8 {
         match self {
             HuntError::BadInput(_) => exit_code::BAD_INPUT,
+            HuntError::Journal(JournalError::Moved { .. }) => exit_code::INFRASTRUCTURE,
             HuntError::Journal(_) => exit_code::ERROR,
-            HuntError::Build(_) | HuntError::Host(_) | HuntError::Infrastructure(_) => {
-                exit_code::INFRASTRUCTURE
-            }
+            HuntError::Build(_)
+            | HuntError::Host(_)
+            | HuntError::Infrastructure(_)
+            | HuntError::NotSaved(_) => exit_code::INFRASTRUCTURE,
         }
+    }
+
+    /// Whether rerunning the same command resumes the hunt where its journal ends: not when
+    /// the journal itself was lost during the run.
+    pub fn resumes(&self) -> bool {
+        !matches!(
+            self,
+            HuntError::NotSaved(_) | HuntError::Journal(JournalError::Moved { .. })
+        )
     }
 }
 
@@ -229,6 +245,7 @@ pub async fn run_with(
         tracing::info_span!("hunt", name = %cfg.name),
     )
     .await?;
+    state_dir::confirm_saved(&journal, &end)?;
     Ok(Outcome {
         exit_code: end_code(&end, state.confirmation.as_ref()),
         end,
@@ -369,7 +386,8 @@ async fn prepare(
 
 /// Builds one revision with the hunt's configuration, boots it once on the hunt's first
 /// host and runs the workload: a check of the set-up before a long hunt. Its steps go to a
-/// journal of its own (`<state_dir>/try/try.sqlite`), never to the hunt's.
+/// journal of its own (`<state_dir>/try/try.sqlite`), never to the hunt's, and its console
+/// to `<state_dir>/try/consoles/`.
 pub async fn try_revision(
     cfg: &HuntConfig,
     rev: &str,
@@ -418,8 +436,8 @@ pub async fn try_revision(
         boot: 1,
         image: image.clone(),
         release: kernel_release.clone(),
-        console: cfg
-            .state_dir
+        // Under try/ with its journal: what `firstbad try` leaves is no hunt's.
+        console: dir
             .join("consoles")
             .join(format!("{}-boot1.log", short(&commit))),
     };

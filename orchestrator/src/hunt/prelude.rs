@@ -9,6 +9,8 @@ use crate::search::{Bisection, Dag};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use super::state_dir::lock_state_dir;
+
 /// A hunt's range, loaded from the hunt file's revisions and range options.
 pub struct HuntRange {
     /// The repository.
@@ -99,39 +101,6 @@ impl HuntRange {
     }
 }
 
-/// Holds a state directory for one `firstbad run` at a time (released when the process ends,
-/// `kill -9` included). A second run of the same hunt is refused before it reads or writes
-/// anything, always with exit 2 and the same message (issue 19, finding 8: one in 13 such tries
-/// got "database is locked", exit 1, another found the hunt ended by the first).
-pub fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, HuntError> {
-    use std::io::Write as _;
-    use std::os::unix::io::AsRawFd;
-    let path = state_dir.join("run.lock");
-    let mut lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| HuntError::BadInput(format!("{}: {e}", path.display())))?;
-    // SAFETY: flock(2) on a file descriptor we own.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let holder = std::fs::read_to_string(&path).unwrap_or_default();
-        return Err(HuntError::BadInput(format!(
-            "another `firstbad run` ({}) is running the hunt in {}: wait for it, or stop it \
-             and rerun to resume",
-            match holder.trim() {
-                "" => "pid unknown".to_owned(),
-                pid => format!("pid {pid}"),
-            },
-            state_dir.display()
-        )));
-    }
-    lock.set_len(0).ok();
-    write!(lock, "{}", std::process::id()).ok();
-    Ok(lock)
-}
-
 /// A short stable hash of some bytes, to stand for a file's contents in a hunt's meaning.
 pub fn content_hash(bytes: &[u8]) -> String {
     git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
@@ -181,8 +150,9 @@ pub fn begin_or_resume(
 ) -> Result<(), HuntError> {
     let fresh = || {
         format!(
-            "to hunt with the new values, use another hunt.state_dir, or remove {} to start \
-             this one afresh",
+            "to hunt with the new values, use another hunt.state_dir, or rerun with \
+             `firstbad run --fresh` to start this one afresh in {} (the old files are moved \
+             aside)",
             state_dir.display()
         )
     };
@@ -391,24 +361,6 @@ pub fn apply_replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // issue 19, finding 8
-    #[test]
-    fn a_second_run_of_a_hunt_is_refused_with_exit_2_while_the_first_holds_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let held = lock_state_dir(dir.path()).expect("the first run takes it");
-        for _ in 0..3 {
-            let e = lock_state_dir(dir.path()).expect_err("the second run is refused");
-            assert_eq!(e.exit_code(), 2);
-            assert!(
-                e.to_string()
-                    .contains(&format!("pid {}", std::process::id())),
-                "{e}"
-            );
-        }
-        drop(held);
-        lock_state_dir(dir.path()).expect("free again once the first run ends");
-    }
 
     #[test]
     fn a_changed_field_is_named_with_its_old_and_new_value() {
