@@ -141,6 +141,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         c.kill();
     }
     let end = result?;
+    crate::hunt::state_dir::confirm_saved(&journal, &end)?;
     tracing::info!(
         "{} runs of the command in {:.1} s; the hunt took {} rounds with {k} job(s)",
         state.tests_finished - finished_before,
