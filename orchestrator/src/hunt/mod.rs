@@ -86,8 +86,8 @@ pub fn journal_path(state_dir: &Path) -> PathBuf {
     state_dir.join("journal.sqlite")
 }
 
-/// Where the static agent binary is: `$FIRSTBAD_AGENT`, or the static build beside this
-/// executable's target directory (what `scripts/build-agent` makes).
+/// Where the static agent binary is: `$FIRSTBAD_AGENT`, or a static build beside this
+/// executable or in its target directory (what `scripts/build-agent` makes).
 pub fn find_agent() -> Result<PathBuf, HuntError> {
     if let Some(p) = std::env::var_os("FIRSTBAD_AGENT") {
         return Ok(PathBuf::from(p));
@@ -100,8 +100,12 @@ pub fn find_agent() -> Result<PathBuf, HuntError> {
         if let Some(target) = dir.parent() {
             candidates.push(target.join("x86_64-unknown-linux-gnu/release/firstbad-agent"));
         }
+        // The static CLI of `scripts/build-agent --with-cli` (the demo's) sits beside the
+        // agent; a cargo build's target/debug may hold a dynamic agent, which is passed over.
+        candidates.push(dir.join("firstbad-agent"));
     }
-    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+    let usable = |p: &PathBuf| p.is_file() && check_static(p).is_ok();
+    candidates.into_iter().find(usable).ok_or_else(|| {
         HuntError::Infrastructure(
             "no static firstbad-agent found: run scripts/build-agent, or set FIRSTBAD_AGENT".into(),
         )
