@@ -14,7 +14,6 @@ use crate::build::BuildError;
 use crate::hosts::HostError;
 use crate::hunt::driver::{Decision, Driver, Work};
 use crate::hunt::prelude::record;
-use crate::hunt::state::Running;
 use crate::hunt::{short, HuntError, HuntState};
 use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Recorder, TestOutcome};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -136,20 +135,17 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
         }
         if stop.is_none() {
             match driver.next(state) {
+                Decision::Record(Event::TestCancelled { commit, job }) => {
+                    tracing::info!(
+                        "cancelling {} on checkout {job}: no longer a candidate",
+                        short(&commit)
+                    );
+                    cancel_test(journal, state, hosts, commit, job)?;
+                    continue;
+                }
                 Decision::Record(event) => {
                     say(&event, state);
-                    let cancel = match &event {
-                        Event::TestCancelled { commit, job } => Some((commit.clone(), *job)),
-                        _ => None,
-                    };
                     record(journal, state, event)?;
-                    if let Some((commit, job)) = cancel {
-                        tracing::info!(
-                            "cancelling {} on checkout {job}: no longer a candidate",
-                            short(&commit)
-                        );
-                        host_of(hosts, job)?.cancel(&commit);
-                    }
                     continue;
                 }
                 Decision::Done(end) => return Ok(end),
@@ -319,10 +315,9 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
             Done::Tested(commit, job, Ok(mut outcome)) => {
                 // Killed because it no longer mattered: recorded, never judged. (A run that
                 // ended by itself just before the kill keeps its verdict.)
-                let cancelled = state.running.iter().any(|r| {
-                    matches!(r, Running::Test { commit: c, job: j, cancelled: true }
-                        if *c == commit && *j == job)
-                });
+                let cancelled = state
+                    .running_tests()
+                    .any(|(c, j, cancelled)| cancelled && c == commit && j == job);
                 if cancelled && outcome.exit_code.is_none() {
                     outcome.cancelled = true;
                     outcome.signal = None;
@@ -402,28 +397,34 @@ fn cancel_tests<H: TestHost, R: Recorder>(
     hosts: &[Arc<H>],
 ) -> Result<(), HuntError> {
     let live: Vec<(String, u32)> = state
-        .running
-        .iter()
-        .filter_map(|r| match r {
-            Running::Test {
-                commit,
-                job,
-                cancelled: false,
-            } => Some((commit.clone(), *job)),
-            _ => None,
-        })
+        .running_tests()
+        .filter(|(_, _, cancelled)| !cancelled)
+        .map(|(c, j, _)| (c.to_owned(), j))
         .collect();
     for (commit, job) in live {
-        record(
-            journal,
-            state,
-            Event::TestCancelled {
-                commit: commit.clone(),
-                job,
-            },
-        )?;
-        host_of(hosts, job)?.cancel(&commit);
+        cancel_test(journal, state, hosts, commit, job)?;
     }
+    Ok(())
+}
+
+/// Journals the kill of the run of `commit` on checkout `job`, then kills it.
+fn cancel_test<H: TestHost, R: Recorder>(
+    journal: &R,
+    state: &mut HuntState,
+    hosts: &[Arc<H>],
+    commit: String,
+    job: u32,
+) -> Result<(), HuntError> {
+    let host = host_of(hosts, job)?;
+    record(
+        journal,
+        state,
+        Event::TestCancelled {
+            commit: commit.clone(),
+            job,
+        },
+    )?;
+    host.cancel(&commit);
     Ok(())
 }
 

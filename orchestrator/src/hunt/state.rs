@@ -441,6 +441,19 @@ impl HuntState {
             .count()
     }
 
+    /// The runs of a command hunt's command under way: commit, checkout, and whether their
+    /// kill is journalled.
+    pub fn running_tests(&self) -> impl Iterator<Item = (&str, u32, bool)> + '_ {
+        self.running.iter().filter_map(|r| match r {
+            Running::Test {
+                commit,
+                job,
+                cancelled,
+            } => Some((commit.as_str(), *job, *cancelled)),
+            _ => None,
+        })
+    }
+
     /// Whether a build is running, and of which commit.
     pub fn building(&self) -> Option<&str> {
         self.running.iter().find_map(|r| match r {

@@ -25,7 +25,6 @@
 //!   `timeout 60 make check` exits 124, bad.
 
 use super::super::driver::{Decision, Driver, Work};
-use super::super::state::Running;
 use super::super::{short, HuntState};
 use crate::journal::{Event, HuntEnd, TestOutcome, Verdict};
 use crate::search::Next;
@@ -96,33 +95,19 @@ pub fn next(d: &mut Driver, state: &HuntState, command: &str) -> Decision {
     };
     // A run whose commit other results have ruled out holds a checkout for nothing; once the
     // search has ended, nothing still running can change the answer.
-    for r in &state.running {
-        if let Running::Test {
-            commit,
-            job,
-            cancelled: false,
-        } = r
-        {
-            if end.is_some() || !d.bisection().is_candidate(commit) {
-                return Decision::Record(Event::TestCancelled {
-                    commit: commit.clone(),
-                    job: *job,
-                });
-            }
+    for (commit, job, cancelled) in state.running_tests() {
+        if !cancelled && (end.is_some() || !d.bisection().is_candidate(commit)) {
+            return Decision::Record(Event::TestCancelled {
+                commit: commit.to_owned(),
+                job,
+            });
         }
     }
     if let Some(end) = end {
         return d.finish(state, end);
     }
     let k = d.plan.hosts.len();
-    let running: Vec<(&str, u32)> = state
-        .running
-        .iter()
-        .filter_map(|r| match r {
-            Running::Test { commit, job, .. } => Some((commit.as_str(), *job)),
-            _ => None,
-        })
-        .collect();
+    let running: Vec<(&str, u32)> = state.running_tests().map(|(c, j, _)| (c, j)).collect();
     let free: Vec<u32> = (0..k as u32)
         .filter(|j| !running.iter().any(|(_, r)| r == j))
         .collect();
