@@ -467,17 +467,43 @@ impl Journal {
     }
 
     /// Opens an existing journal read-only (for `status` and `report` beside a running hunt).
+    ///
+    /// A hunt killed in the middle of an append leaves a hot rollback journal beside the file,
+    /// and SQLite will not read past one on a read-only connection (SQLITE_READONLY_ROLLBACK).
+    /// Then the file is opened for writing once, which rolls back the append that never
+    /// committed (what the next `firstbad run` would do first), and read again.
     pub fn open_read_only(path: &Path) -> Result<Journal, JournalError> {
-        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|source| JournalError::Sqlite {
-                path: path.to_owned(),
-                source,
+        let err = |source| JournalError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let open = || -> Result<Connection, rusqlite::Error> {
+            let conn =
+                Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
             })?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(|source| JournalError::Sqlite {
-                path: path.to_owned(),
-                source,
-            })?;
+            Ok(conn)
+        };
+        let conn = match open() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK =>
+            {
+                let rw =
+                    Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+                        .map_err(err)?;
+                rw.busy_timeout(std::time::Duration::from_secs(10))
+                    .map_err(err)?;
+                rw.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_err(err)?;
+                drop(rw);
+                open().map_err(err)?
+            }
+            other => other.map_err(err)?,
+        };
         Ok(Journal {
             conn,
             path: path.to_owned(),
@@ -663,6 +689,52 @@ mod tests {
         ));
         let ro = Journal::open_read_only(&p).unwrap();
         assert_eq!(ro.events().unwrap().len(), 2);
+    }
+
+    // CI, 2026-12-02: `kill -9` in the middle of an append left a hot rollback journal, and
+    // every read-only open (`status`, `report`) failed with "attempt to write a readonly
+    // database" until a `firstbad run` rolled it back.
+    #[test]
+    fn a_hunt_killed_mid_append_can_be_read_without_running_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.sqlite");
+        let j = Journal::open(&p).unwrap();
+        let id = HuntIdentity {
+            good: "a".into(),
+            bad: "b".into(),
+            fingerprint: "f".into(),
+            meaning: Default::default(),
+        };
+        j.start(&id, &[Event::HuntStarted { candidates: 3 }])
+            .unwrap();
+        // An append whose rollback journal is synced (its header then holds the magic that
+        // makes it hot) and whose pages are partly written: a one-page cache spills them. Copying
+        // both files now is what a `kill -9` at that moment leaves, without the lock.
+        j.conn
+            .execute_batch("PRAGMA cache_size = 1; BEGIN IMMEDIATE;")
+            .unwrap();
+        for _ in 0..200 {
+            j.conn
+                .execute(
+                    "INSERT INTO events (at_ms, kind, body) VALUES (0, 'x', ?1)",
+                    ["y".repeat(3000)],
+                )
+                .unwrap();
+        }
+        let killed = dir.path().join("killed");
+        std::fs::create_dir(&killed).unwrap();
+        std::fs::copy(&p, killed.join("journal.sqlite")).unwrap();
+        let hot = dir.path().join("journal.sqlite-journal");
+        assert!(hot.exists(), "the append has a rollback journal");
+        std::fs::copy(&hot, killed.join("journal.sqlite-journal")).unwrap();
+        let ro = Journal::open_read_only(&killed.join("journal.sqlite")).unwrap();
+        assert_eq!(
+            ro.events().unwrap().len(),
+            1,
+            "the uncommitted append is gone"
+        );
+        assert!(!killed.join("journal.sqlite-journal").exists());
+        j.conn.execute_batch("ROLLBACK;").unwrap();
     }
 
     // issue 19, finding 6: in WAL mode the events of a run lived in journal.sqlite-wal until a
