@@ -131,6 +131,10 @@ pub enum BootOutcome {
         reason: String,
         /// The serial console log.
         console: PathBuf,
+        /// The candidate says it cannot be tested (a metric hunt's command exited 125, as
+        /// `git bisect run` reads it): the commit is skipped at once, not re-run.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        untestable: bool,
     },
 }
 

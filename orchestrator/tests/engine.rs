@@ -151,6 +151,7 @@ impl TestHost for FakeHost {
                 return Ok(BootOutcome::Failed {
                     reason: "kernel panic: VFS: Unable to mount root fs".into(),
                     console: job.console,
+                    untestable: false,
                 });
             }
             let value = self.world.value(i, job.boot);

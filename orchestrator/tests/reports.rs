@@ -266,6 +266,7 @@ fn fixture() -> Fixture {
                             outcome: BootOutcome::Failed {
                                 reason: "boot timeout after 180 s".into(),
                                 console: PathBuf::from("/state/console-1.log"),
+                                untestable: false,
                             },
                         })
                         .unwrap();

@@ -423,6 +423,14 @@ pub const TEST_TIMEOUT_S: Bound = int(
     3600,
     "seconds per run of the command; a week is the outer limit of one test in a bisection",
 );
+/// `[test] build_timeout_s`.
+pub const TEST_BUILD_TIMEOUT_S: Bound = int(
+    "test.build_timeout_s",
+    1,
+    WEEK,
+    3600,
+    "seconds for a metric hunt's build of one candidate; a week is the outer limit",
+);
 /// `[test] jobs`.
 pub const TEST_JOBS: Bound = int(
     "test.jobs",
@@ -459,6 +467,7 @@ pub const BOUNDS: &[Bound] = &[
     CLASSIFY_CONFIRM_PAIRS,
     CLASSIFY_REFINE_BOOTS,
     TEST_TIMEOUT_S,
+    TEST_BUILD_TIMEOUT_S,
     TEST_JOBS,
 ];
 

@@ -116,14 +116,49 @@ pub struct LocalConfig {
 }
 
 /// The `[test]` table: the command that judges a candidate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TestConfig {
-    /// Run with `sh -c` in a checkout of the candidate; exit status as `git bisect run`.
+    /// Run with `sh -c` in a checkout of the candidate; exit status as `git bisect run`, or,
+    /// in a metric hunt, once per sample.
     pub command: String,
-    /// A run that lasts longer is killed (with its process group); the commit is skipped.
+    /// A run that lasts longer is killed (with its process group): the commit is skipped, or
+    /// in a metric hunt the sample failed.
     pub timeout_s: u64,
     /// Checkouts tested at once (the "hosts" of a local hunt).
     pub jobs: u32,
+    /// Set in a metric hunt: the command prints a number, judged by the hunt's statistics.
+    pub measure: Option<MeasureConfig>,
+}
+
+/// What a metric command hunt adds to `[test]`: how a candidate is built, where its number is
+/// read, and `[classify]`.
+#[derive(Debug, Clone)]
+pub struct MeasureConfig {
+    /// Run once per candidate in its own checkout before any sample; a failure is a skip.
+    pub build: Option<String>,
+    /// A build that lasts longer is killed, and the commit skipped.
+    pub build_timeout_s: u64,
+    /// The file the command writes its result to, relative to the checkout; standard output
+    /// when unset.
+    pub output: Option<PathBuf>,
+    /// Which number of the output is the metric.
+    pub metric: crate::metric::MetricSpec,
+    /// Which way is worse.
+    pub direction: Direction,
+    /// The statistics, as in a kernel hunt.
+    pub classify: ClassifyConfig,
+}
+
+impl MeasureConfig {
+    /// The metric as one line for messages and the journal: `mean`, or `./bench: mean`, with
+    /// the format.
+    pub fn metric_name(&self) -> String {
+        let m = &self.metric;
+        match &m.benchmark {
+            Some(b) => format!("{b}: {} ({})", m.field, m.format.name()),
+            None => format!("{} ({})", m.field, m.format.name()),
+        }
+    }
 }
 
 /// The optional `[report]` table.

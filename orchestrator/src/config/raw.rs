@@ -27,6 +27,30 @@ pub(super) struct RawTest {
     pub(super) command: String,
     pub(super) timeout_s: Option<i64>,
     pub(super) jobs: Option<i64>,
+    // A metric hunt: `metric` set, the rest optional.
+    pub(super) metric: Option<RawMetric>,
+    pub(super) build: Option<String>,
+    pub(super) build_timeout_s: Option<i64>,
+    pub(super) output: Option<String>,
+    pub(super) format: Option<String>,
+    pub(super) pattern: Option<String>,
+    pub(super) direction: Option<String>,
+}
+
+/// `metric = "mean"`, or `metric = { benchmark = "./bench", field = "mean" }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawMetric {
+    Field(String),
+    Table(RawMetricTable),
+}
+
+/// `metric = { benchmark = "./bench", field = "mean" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMetricTable {
+    pub(super) benchmark: Option<String>,
+    pub(super) field: String,
 }
 
 #[derive(Debug, Default, Deserialize)]

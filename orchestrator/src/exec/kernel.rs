@@ -125,6 +125,7 @@ pub async fn boot_and_measure(
             return Ok(BootOutcome::Failed {
                 reason: failure.reason,
                 console: failure.console,
+                untestable: false,
             })
         }
     };
@@ -156,6 +157,7 @@ pub async fn boot_and_measure(
         Err(failure) => BootOutcome::Failed {
             reason: failure.reason,
             console: failure.console,
+            untestable: false,
         },
         Ok(result) => match result.metrics.get(&workload.metric) {
             Some(&value) if value.is_finite() => BootOutcome::Measured {
@@ -174,6 +176,7 @@ pub async fn boot_and_measure(
                     None => format!("the workload reported no {} metric", workload.metric),
                 },
                 console: console.to_owned(),
+                untestable: false,
             },
         },
     })

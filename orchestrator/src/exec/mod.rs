@@ -119,7 +119,8 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
         .builds
         .iter()
         .filter_map(|(c, b)| match b {
-            BuildOutcome::Built { image, .. } if !image.is_file() => Some(c.clone()),
+            // A kernel image, or the checkout a metric command hunt built in.
+            BuildOutcome::Built { image, .. } if !image.exists() => Some(c.clone()),
             _ => None,
         })
         .collect();
@@ -294,7 +295,9 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                         short(&job.commit),
                         job.boot
                     ),
-                    BootOutcome::Failed { reason, console } => tracing::warn!(
+                    BootOutcome::Failed {
+                        reason, console, ..
+                    } => tracing::warn!(
                         "{} boot {} on {host} failed: {reason} (console {})",
                         short(&job.commit),
                         job.boot,
@@ -340,6 +343,11 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                     short(&commit)
                 )));
             }
+            Done::Booted(_, _, Err(e @ HostError::Command(_))) => {
+                // Every host runs the same command: retiring this one would only meet the
+                // same failure on the next. Nothing is journalled for the run; a rerun redoes it.
+                stop.get_or_insert(e.into());
+            }
             Done::Booted(job, host, Err(e)) => {
                 let left = driver
                     .active_hosts(state)
@@ -373,6 +381,7 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                         outcome: BootOutcome::Failed {
                             reason: format!("host {host} left the pool: {reason}"),
                             console: job.console,
+                            untestable: false,
                         },
                     },
                 )?;

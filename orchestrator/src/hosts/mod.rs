@@ -48,6 +48,10 @@ pub enum HostError {
         /// What happened and what was tried.
         why: String,
     },
+    /// The test itself cannot run, whatever host runs it (a metric hunt's command exited
+    /// 126 or 127, or was killed by a signal): the hunt stops rather than retire the host.
+    #[error("{0}")]
+    Command(String),
     /// The agent on the host refused this boot's token.
     #[error("host {host}: {why}")]
     Agent {

@@ -178,15 +178,20 @@ pub async fn run_with(
     // The first good is measured as the baseline; the others only bound the range.
     let good = range.goods[0].clone();
     let meaning = meaning(cfg, &range)?;
-    let (_lock, journal, mut state) =
-        match prelude::open_hunt(&cfg.state_dir, &range, meaning, tuning(cfg), replay)? {
-            prelude::Opened::Ended(outcome) => return Ok(outcome),
-            prelude::Opened::Run {
-                lock,
-                journal,
-                state,
-            } => (lock, journal, *state),
-        };
+    let (_lock, journal, mut state) = match prelude::open_hunt(
+        &cfg.state_dir,
+        &range,
+        meaning,
+        tuning(&cfg.classify),
+        replay,
+    )? {
+        prelude::Opened::Ended(outcome) => return Ok(outcome),
+        prelude::Opened::Run {
+            lock,
+            journal,
+            state,
+        } => (lock, journal, *state),
+    };
     for name in restore {
         if !cfg.hosts.iter().any(|h| h.name == *name) {
             return Err(HuntError::BadInput(format!(
@@ -288,22 +293,10 @@ pub fn meaning(cfg: &HuntConfig, range: &HuntRange) -> Result<BTreeMap<String, S
     let kconfig = std::fs::read(&cfg.build.kernel_config)
         .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.build.kernel_config.display())))?;
     let mut m = range.meaning();
-    let (mode, level) = match cfg.classify.mode {
-        ClassifyMode::Baselines => ("baselines", None),
-        ClassifyMode::Relative(r) => ("relative", Some(("classify.relative", r))),
-        ClassifyMode::Absolute(t) => ("absolute", Some(("classify.threshold", t))),
-    };
-    m.insert("classify.mode".into(), mode.into());
-    if let Some((field, v)) = level {
-        m.insert(field.into(), v.to_string());
-    }
-    m.insert(
-        "workload.direction".into(),
-        match cfg.workload.direction {
-            Direction::LowerIsBetter => "lower-is-better",
-            Direction::HigherIsBetter => "higher-is-better",
-        }
-        .into(),
+    judging_meaning(
+        &mut m,
+        &cfg.classify,
+        ("workload.direction", cfg.workload.direction),
     );
     m.insert("workload.metric".into(), cfg.workload.metric.clone());
     let workload = serde_json::to_string(&cfg.workload.workload).expect("workloads serialise");
@@ -319,9 +312,34 @@ pub fn meaning(cfg: &HuntConfig, range: &HuntRange) -> Result<BTreeMap<String, S
     Ok(m)
 }
 
+/// What `[classify]` and the direction (in the field `direction.0`) make a verdict mean, into
+/// a hunt's meaning: shared by kernel and metric command hunts.
+pub fn judging_meaning(
+    m: &mut BTreeMap<String, String>,
+    classify: &crate::config::ClassifyConfig,
+    direction: (&str, Direction),
+) {
+    let (mode, level) = match classify.mode {
+        ClassifyMode::Baselines => ("baselines", None),
+        ClassifyMode::Relative(r) => ("relative", Some(("classify.relative", r))),
+        ClassifyMode::Absolute(t) => ("absolute", Some(("classify.threshold", t))),
+    };
+    m.insert("classify.mode".into(), mode.into());
+    if let Some((field, v)) = level {
+        m.insert(field.into(), v.to_string());
+    }
+    m.insert(
+        direction.0.into(),
+        match direction.1 {
+            Direction::LowerIsBetter => "lower-is-better",
+            Direction::HigherIsBetter => "higher-is-better",
+        }
+        .into(),
+    );
+}
+
 /// The settings that only tune the search, as this run uses them (journalled with each run).
-fn tuning(cfg: &HuntConfig) -> BTreeMap<String, String> {
-    let c = &cfg.classify;
+pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("classify.alpha".into(), c.alpha.to_string()),
         ("classify.beta".into(), c.beta.to_string()),

@@ -376,6 +376,21 @@ impl HuntState {
             .unwrap_or_default()
     }
 
+    /// Why `commit` cannot be tested, if one of its runs said so (exit 125).
+    pub fn untestable(&self, commit: &str) -> Option<String> {
+        self.boots
+            .get(commit)?
+            .iter()
+            .find_map(|r| match &r.outcome {
+                BootOutcome::Failed {
+                    reason,
+                    untestable: true,
+                    ..
+                } => Some(reason.clone()),
+                _ => None,
+            })
+    }
+
     /// The endpoints' failed boots and all their boots: how often the hosts fail a boot
     /// whatever is booted, which sets how many failures skip a commit
     /// ([`crate::sequential::failures_allowed`]).
@@ -504,6 +519,7 @@ mod tests {
         BootOutcome::Failed {
             reason: format!("boot timeout on {host}"),
             console: PathBuf::new(),
+            untestable: false,
         }
     }
 

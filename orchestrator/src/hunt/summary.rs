@@ -189,6 +189,7 @@ mod tests {
             BootOutcome::Failed {
                 reason: format!("boot timeout on {host}"),
                 console: PathBuf::new(),
+                untestable: false,
             }
         };
         let boot = state.next_boot_number(commit);

@@ -211,7 +211,9 @@ pub fn markdown(
         .iter()
         .flat_map(|(c, boots)| boots.iter().map(move |b| (c, b)))
         .filter_map(|(c, b)| match &b.outcome {
-            BootOutcome::Failed { reason, console } => Some((c, b.boot, reason, console)),
+            BootOutcome::Failed {
+                reason, console, ..
+            } => Some((c, b.boot, reason, console)),
             _ => None,
         })
         .collect();

@@ -308,6 +308,7 @@ mod tests {
             outcome: BootOutcome::Failed {
                 reason: String::new(),
                 console: PathBuf::new(),
+                untestable: false,
             },
         };
         let started = |c: &str, n: u32| Event::BootStarted {

@@ -79,6 +79,7 @@ impl TestHost for SimHost {
                 None => BootOutcome::Failed {
                     reason: "simulated boot failure".into(),
                     console: PathBuf::new(),
+                    untestable: false,
                 },
             })
         })

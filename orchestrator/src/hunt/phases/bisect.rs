@@ -40,6 +40,9 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
                         .unwrap_or("see the log")
                 ),
             )),
+            Some(BuildOutcome::Built { .. }) if state.untestable(commit).is_some() => {
+                state.untestable(commit).map(|why| (Verdict::Skip, why))
+            }
             Some(BuildOutcome::Built { .. }) => verdict_of(
                 s,
                 judge,

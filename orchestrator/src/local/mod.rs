@@ -39,9 +39,11 @@ use crate::journal::{BootOutcome, BuildOutcome, Entry, Event, TestOutcome};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod measured;
+mod process;
 
 pub use crate::hunt::phases::exact::{judge, Judgement};
 
@@ -70,8 +72,12 @@ pub fn rounds(entries: &[Entry]) -> u32 {
     max
 }
 
-/// Runs (or resumes) a local command hunt to its end.
+/// Runs (or resumes) a local command hunt to its end: judged by exit status, or by a metric
+/// ([`measured`]) when `[test] metric` is set.
 pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
+    if let Some(m) = &cfg.test.measure {
+        return measured::run(cfg, m, replay);
+    }
     let range = HuntRange::load(
         &cfg.source,
         &cfg.repo,
@@ -311,75 +317,28 @@ impl Checkout {
         checkout_detached(&self.repo, &self.src, &self.worktree, commit)
             .map_err(|e| format!("checkout: {e}"))?;
         let log_path = self.logs.join(format!("{commit}.log"));
-        let log =
-            std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-        let err = log
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log_path.display()))?;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(&self.test.command)
-            .current_dir(&self.src)
-            .env("FIRSTBAD_COMMIT", commit)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err);
-        {
-            use std::os::unix::process::CommandExt;
-            // Its own process group, so that a timeout kills everything it started.
-            cmd.process_group(0);
-            // SAFETY: prctl(2) only, which is async-signal-safe: if firstbad dies (kill -9),
-            // the shell is killed too instead of testing on in a checkout nobody watches.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
-        let start = Instant::now();
-        let deadline = start + Duration::from_secs(self.test.timeout_s);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("starting sh -c {:?}: {e}", self.test.command))?;
-        let pgid = child.id() as i32;
-        self.set_group(Some((commit.to_owned(), pgid)));
-        let mut timed_out = false;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => {}
-                Err(e) => {
-                    self.set_group(None);
-                    return Err(format!("waiting for the command: {e}"));
-                }
-            }
-            if Instant::now() >= deadline {
-                timed_out = true;
-                // SAFETY: kill(2) on the process group created above.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-                match child.wait() {
-                    Ok(status) => break status,
-                    Err(e) => {
-                        self.set_group(None);
-                        return Err(format!("waiting for the command: {e}"));
-                    }
-                }
-            }
-            // Short tests are common (a `make check` of a small project): poll finely.
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let ran = process::run_shell(
+            &self.test.command,
+            &self.src,
+            &[("FIRSTBAD_COMMIT", commit)],
+            process::create(&log_path)?,
+            Duration::from_secs(self.test.timeout_s),
+            |pgid| self.set_group(Some((commit.to_owned(), pgid))),
+        );
         self.set_group(None);
-        let seconds = start.elapsed().as_secs_f64();
+        let ran = ran?;
         use std::os::unix::process::ExitStatusExt;
+        let (code, signal) = if ran.timed_out {
+            (None, None)
+        } else {
+            (ran.status.code(), ran.status.signal())
+        };
         Ok(TestOutcome {
-            exit_code: if timed_out { None } else { status.code() },
-            signal: if timed_out { None } else { status.signal() },
-            timed_out,
+            exit_code: code,
+            signal,
+            timed_out: ran.timed_out,
             cancelled: false,
-            seconds,
+            seconds: ran.seconds,
             output_tail: tail(&log_path, TAIL_LINES),
             log: log_path,
         })

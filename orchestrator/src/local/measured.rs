@@ -1,0 +1,472 @@
+//! Metric command hunts: a command that prints a number, judged by the whole statistics of a
+//! kernel hunt (baselines, the sequential test, drift checks, the posterior phase and the
+//! confirmation) instead of by its exit status.
+//!
+//! They are kernel hunts with other parts: the builder checks each candidate out into a tree of
+//! its own under `<state_dir>/trees/` and runs `[test] build` there once, and each of the
+//! `[test] jobs` runners runs `[test] command` in a built tree as one boot of a kernel: one run,
+//! one value ([`crate::metric::read`]), with the repetitions inside the run kept as
+//! sub-samples. The trees stay, so that the good endpoint is re-run beside the candidates (the
+//! drift checks) without being built again.
+//!
+//! What a run's end means, as `git bisect run` reads exit statuses where it can:
+//! - 0 and a metric in the output: a sample;
+//! - 1 to 124, no metric, or a timeout: a failed sample (kept with its output), counted like a
+//!   failed boot, never a verdict;
+//! - 125: the commit cannot be tested, and is skipped at once;
+//! - 126, 127 (the command cannot run) or a signal: the hunt stops for a person, exit 5.
+
+use super::process;
+use crate::build::checkout_detached;
+use crate::config::{LocalConfig, MeasureConfig};
+use crate::exec::{BootJob, Builder, Task, TestHost};
+use crate::hosts::HostError;
+use crate::hunt::driver::{hunt_seed, Driver, HuntKind, Plan, Slot};
+use crate::hunt::prelude::{content_hash, open_hunt, HuntRange, Opened};
+use crate::hunt::{short, HuntError, Outcome};
+use crate::journal::{BootOutcome, BuildOutcome};
+use crate::metric::MetricSpec;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest output file read for a metric: benchmark tools write kilobytes; a runaway log
+/// must not take the controller's memory.
+const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+
+/// Lines of a failed run's or build's output kept in the journal.
+const FAILED_LINES: usize = 5;
+
+/// Runs (or resumes) a metric command hunt to its end.
+pub fn run(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    replay: Option<&Path>,
+) -> Result<Outcome, HuntError> {
+    let range = HuntRange::load(
+        &cfg.source,
+        &cfg.repo,
+        &cfg.goods,
+        &cfg.bad,
+        &cfg.paths,
+        cfg.first_parent,
+    )?;
+    let mut meaning = range.meaning();
+    meaning.insert("test.command".into(), cfg.test.command.clone());
+    meaning.insert("test.build".into(), m.build.clone().unwrap_or_default());
+    meaning.insert(
+        "test.output".into(),
+        m.output
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "stdout".into()),
+    );
+    meaning.insert("test.metric".into(), m.metric_name());
+    crate::hunt::judging_meaning(&mut meaning, &m.classify, ("test.direction", m.direction));
+    let mut tuning = crate::hunt::tuning(&m.classify);
+    tuning.insert("test.jobs".into(), cfg.test.jobs.to_string());
+    let (_lock, journal, mut state) =
+        match open_hunt(&cfg.state_dir, &range, meaning, tuning, replay)? {
+            Opened::Ended(outcome) => return Ok(outcome),
+            Opened::Run {
+                lock,
+                journal,
+                state,
+            } => (lock, journal, *state),
+        };
+    let builder = TreeBuilder::new(cfg, m)?;
+    let k = cfg.test.jobs as usize;
+    let runners: Vec<Arc<Runner>> = (0..k)
+        .map(|j| {
+            Arc::new(Runner {
+                name: format!("job{j}"),
+                command: cfg.test.command.clone(),
+                timeout: Duration::from_secs(cfg.test.timeout_s),
+                output: m.output.clone(),
+                metric: m.metric.clone(),
+            })
+        })
+        .collect();
+    let history = range.history;
+    let plan = Plan {
+        seed: hunt_seed(&range.goods[0], &range.bad),
+        good: range.goods[0].clone(),
+        bad: range.bad,
+        goods: range.goods,
+        dag: range.dag,
+        settings: crate::hunt::judge::Settings {
+            classify: m.classify.clone(),
+            direction: m.direction,
+            metric: m.metric.field.clone(),
+            split: cfg.paths.is_empty(),
+            probe: Default::default(),
+        },
+        hosts: runners
+            .iter()
+            .map(|r| Slot {
+                name: r.name.clone(),
+                capacity: 1,
+            })
+            .collect(),
+        // A build beside a run shares the machine's cores with what is being timed.
+        build_ahead: false,
+        first_parent: Box::new(move |c| {
+            let oid = git2::Oid::from_str(c).ok()?;
+            let commit = history.repo().find_commit(oid).ok()?;
+            let parent = commit.parent_ids().next();
+            parent.map(|p| p.to_string())
+        }),
+        kind: HuntKind::Measured,
+    };
+    let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| HuntError::Infrastructure(format!("starting the executor: {e}")))?;
+    let end = rt.block_on(tracing::Instrument::instrument(
+        crate::exec::drive(
+            &mut driver,
+            &mut state,
+            &journal,
+            &builder,
+            &runners,
+            &crate::exec::Paths {
+                consoles: cfg.state_dir.join("runs"),
+            },
+        ),
+        tracing::info_span!("hunt", name = %cfg.name),
+    ))?;
+    crate::hunt::state_dir::confirm_saved(&journal, &end)?;
+    Ok(Outcome {
+        exit_code: crate::hunt::end_code(&end, state.confirmation.as_ref()),
+        end,
+        confirmation: state.confirmation.clone(),
+    })
+}
+
+/// Checks each candidate out into a tree of its own and builds it there.
+struct TreeBuilder {
+    repo: PathBuf,
+    trees: PathBuf,
+    logs: PathBuf,
+    /// Keys the worktrees' names (global to the repository) by the state directory.
+    key: String,
+    build: Option<String>,
+    timeout: Duration,
+}
+
+impl TreeBuilder {
+    fn new(cfg: &LocalConfig, m: &MeasureConfig) -> Result<TreeBuilder, HuntError> {
+        let repo = std::fs::canonicalize(&cfg.repo)
+            .map_err(|e| HuntError::BadInput(format!("hunt.repo {}: {e}", cfg.repo.display())))?;
+        let state_dir = std::fs::canonicalize(&cfg.state_dir).map_err(|e| {
+            HuntError::BadInput(format!("state dir {}: {e}", cfg.state_dir.display()))
+        })?;
+        for dir in ["trees", "builds", "runs"] {
+            std::fs::create_dir_all(state_dir.join(dir)).map_err(|e| {
+                HuntError::Infrastructure(format!(
+                    "cannot create {}/{dir}: {e}",
+                    state_dir.display()
+                ))
+            })?;
+        }
+        Ok(TreeBuilder {
+            repo,
+            trees: state_dir.join("trees"),
+            logs: state_dir.join("builds"),
+            key: content_hash(state_dir.to_string_lossy().as_bytes()),
+            build: m.build.clone(),
+            timeout: Duration::from_secs(m.build_timeout_s),
+        })
+    }
+
+    /// Checks `commit` out into its tree and runs the build there.
+    fn build_blocking(&self, commit: &str) -> Result<BuildOutcome, crate::build::BuildError> {
+        let tree = self.trees.join(short(commit));
+        let name = format!("firstbad-tree-{}-{}", self.key, short(commit));
+        // A build killed with firstbad (kill -9) leaves the worktree's index locked; the state
+        // directory's lock makes this run its only user.
+        let stale = self
+            .repo
+            .join(".git/worktrees")
+            .join(&name)
+            .join("index.lock");
+        if stale.exists() {
+            let _ = std::fs::remove_file(&stale);
+        }
+        checkout_detached(&self.repo, &tree, &name, commit)?;
+        let log = self.logs.join(format!("{}.log", short(commit)));
+        let Some(build) = &self.build else {
+            std::fs::write(&log, "no [test] build: the checkout is the build\n").map_err(|e| {
+                crate::build::BuildError::Io {
+                    what: format!("writing {}", log.display()),
+                    source: e,
+                }
+            })?;
+            return Ok(built(commit, tree, log, 0.0));
+        };
+        let files = process::create(&log).map_err(|e| crate::build::BuildError::Io {
+            what: e,
+            source: std::io::Error::other("cannot create the build log"),
+        })?;
+        let ran = match process::run_shell(
+            build,
+            &tree,
+            &[("FIRSTBAD_COMMIT", commit)],
+            files,
+            self.timeout,
+            |_| {},
+        ) {
+            Ok(ran) => ran,
+            Err(why) => {
+                return Ok(BuildOutcome::Failed {
+                    log,
+                    error_lines: vec![why],
+                })
+            }
+        };
+        if ran.status.success() && !ran.timed_out {
+            return Ok(built(commit, tree, log, ran.seconds));
+        }
+        let mut error_lines = vec![if ran.timed_out {
+            format!("the build timed out after {} s", self.timeout.as_secs())
+        } else {
+            format!("the build ended with {}", ran.status)
+        }];
+        error_lines.extend(last_lines(&log, FAILED_LINES));
+        Ok(BuildOutcome::Failed { log, error_lines })
+    }
+}
+
+/// A built tree: its "release" is the commit the tree must hold when a run starts.
+fn built(commit: &str, tree: PathBuf, log: PathBuf, seconds: f64) -> BuildOutcome {
+    BuildOutcome::Built {
+        kernel_release: commit.to_owned(),
+        image: tree,
+        log,
+        seconds,
+    }
+}
+
+impl Builder for TreeBuilder {
+    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, crate::build::BuildError>> {
+        let me = TreeBuilder {
+            repo: self.repo.clone(),
+            trees: self.trees.clone(),
+            logs: self.logs.clone(),
+            key: self.key.clone(),
+            build: self.build.clone(),
+            timeout: self.timeout,
+        };
+        let commit = commit.to_owned();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || me.build_blocking(&commit))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(crate::build::BuildError::Io {
+                        what: "the build's thread".into(),
+                        source: std::io::Error::other(e.to_string()),
+                    })
+                })
+        })
+    }
+}
+
+/// One runner: runs the command in a built tree, one sample at a time.
+struct Runner {
+    name: String,
+    command: String,
+    timeout: Duration,
+    output: Option<PathBuf>,
+    metric: MetricSpec,
+}
+
+impl TestHost for Runner {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || self.sample(&job))
+                .await
+                .unwrap_or_else(|e| Err(HostError::Missing(format!("the run's thread: {e}"))))
+        })
+    }
+}
+
+impl Runner {
+    /// One run of the command on `job`'s tree: a sample, a failed sample, or the hunt's end.
+    fn sample(&self, job: &BootJob) -> Result<BootOutcome, HostError> {
+        let tree = &job.image;
+        let failed = |reason: String| BootOutcome::Failed {
+            reason,
+            console: job.console.clone(),
+            untestable: false,
+        };
+        // Never a sample of another commit: the tree must hold the commit it was built for.
+        match head_of(tree) {
+            Ok(head) if head == job.release => {}
+            Ok(head) => {
+                return Ok(failed(format!(
+                    "the tree {} holds {}, not {}",
+                    tree.display(),
+                    short(&head),
+                    short(&job.release)
+                )))
+            }
+            Err(e) => return Ok(failed(format!("the tree {}: {e}", tree.display()))),
+        }
+        let io = |what: String| move |source| HostError::Io { what, source };
+        if let Some(dir) = job.console.parent() {
+            std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+        }
+        // A result file left by the previous run must not be read as this run's.
+        let output = self.output.as_ref().map(|o| tree.join(o));
+        if let Some(o) = &output {
+            match std::fs::remove_file(o) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io(format!("removing the last run's {}", o.display()))(e))
+                }
+                _ => {}
+            }
+        }
+        let stdout_path = job.console.with_extension("stdout");
+        let stdout = std::fs::File::create(&stdout_path)
+            .map_err(io(format!("creating {}", stdout_path.display())))?;
+        let stderr = std::fs::File::create(&job.console)
+            .map_err(io(format!("creating {}", job.console.display())))?;
+        let run = job.boot.to_string();
+        let ran = process::run_shell(
+            &self.command,
+            tree,
+            &[
+                ("FIRSTBAD_COMMIT", job.release.as_str()),
+                ("FIRSTBAD_RUN", &run),
+            ],
+            (stdout, stderr),
+            self.timeout,
+            |_| {},
+        )
+        .map_err(HostError::Missing)?;
+        let said = || {
+            let mut l = last_lines(&job.console, 1);
+            l.pop().map(|l| format!(": {l}")).unwrap_or_default()
+        };
+        if ran.timed_out {
+            return Ok(failed(format!(
+                "timed out after {} s{}",
+                self.timeout.as_secs(),
+                said()
+            )));
+        }
+        use std::os::unix::process::ExitStatusExt;
+        match (ran.status.code(), ran.status.signal()) {
+            (Some(0), _) => {}
+            (Some(125), _) => {
+                return Ok(BootOutcome::Failed {
+                    reason: format!("exit 125: the command cannot test this commit{}", said()),
+                    console: job.console.clone(),
+                    untestable: true,
+                })
+            }
+            (Some(code @ 1..=124), _) => {
+                return Ok(failed(format!("exit {code}{}", said())));
+            }
+            (code, signal) => {
+                let how = match (code, signal) {
+                    (Some(126), _) => "exit 126: the command cannot be executed".to_owned(),
+                    (Some(127), _) => "exit 127: the command is not found".to_owned(),
+                    (Some(c), _) => format!("exit {c}: the shell reports a signal or an error"),
+                    (None, Some(s)) => format!("killed by signal {s}"),
+                    (None, None) => "ended without a status".to_owned(),
+                };
+                return Err(HostError::Command(format!(
+                    "[test] command {:?} on {}: {how}{}; see {}. Fix the command, then rerun \
+                     to resume",
+                    self.command,
+                    short(&job.release),
+                    said(),
+                    job.console.display()
+                )));
+            }
+        }
+        let (text, beside) = match &output {
+            Some(o) => match read_capped(o) {
+                Ok(t) => (t, o.parent().map(Path::to_path_buf)),
+                Err(e) => {
+                    return Ok(failed(format!(
+                        "no result file {}: {e}",
+                        self.output.as_ref().expect("output is set").display()
+                    )))
+                }
+            },
+            None => match read_capped(&stdout_path) {
+                Ok(t) => (t, None),
+                Err(e) => return Err(io(format!("reading {}", stdout_path.display()))(e)),
+            },
+        };
+        let reading = match crate::metric::read(&self.metric, &text, beside.as_deref()) {
+            Ok(r) => r,
+            Err(why) => return Ok(failed(format!("no metric: {why}"))),
+        };
+        let mut result = firstbad_wire::WorkloadResult {
+            kind: "command".into(),
+            series: BTreeMap::new(),
+            metrics: BTreeMap::new(),
+            unavailable: BTreeMap::new(),
+            duration_s: ran.seconds,
+            system: None,
+            vmstat: Vec::new(),
+        };
+        result.set_metric(&self.metric.field, reading.value, "not a finite number");
+        if !reading.samples.is_empty() {
+            result.series.insert(
+                self.metric.field.clone(),
+                firstbad_wire::Series {
+                    unit: reading.unit.clone().unwrap_or_default(),
+                    samples: reading.samples,
+                },
+            );
+        }
+        Ok(BootOutcome::Measured {
+            kernel_release: job.release.clone(),
+            boot_id: format!("{} run {}", self.name, job.boot),
+            value: reading.value,
+            result,
+            console: job.console.clone(),
+            boot_seconds: 0.0,
+        })
+    }
+}
+
+/// The commit a tree's HEAD names.
+fn head_of(tree: &Path) -> Result<String, git2::Error> {
+    let repo = git2::Repository::open(tree)?;
+    let head = repo.head()?.peel_to_commit()?;
+    Ok(head.id().to_string())
+}
+
+/// A file's text, refused past [`MAX_OUTPUT_BYTES`].
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    let len = std::fs::metadata(path)?.len();
+    if len > MAX_OUTPUT_BYTES {
+        return Err(std::io::Error::other(format!(
+            "{len} bytes, more than the {MAX_OUTPUT_BYTES} read for a metric"
+        )));
+    }
+    let bytes = std::fs::read(path)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The last `n` non-empty lines of a file.
+fn last_lines(path: &Path, n: usize) -> Vec<String> {
+    let mut lines: Vec<String> = super::tail(path, n + 20)
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let skip = lines.len().saturating_sub(n);
+    lines.drain(..skip);
+    lines
+}
