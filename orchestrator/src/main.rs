@@ -345,9 +345,25 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                             HuntFile::Kernel(cfg) => {
                                 print!("{}", report::status::render(cfg, &id, &entries, now))
                             }
-                            HuntFile::Local(cfg) => {
-                                print!("{}", report::local::status(cfg, &id, &entries, now))
-                            }
+                            HuntFile::Local(cfg) => match &cfg.test.measure {
+                                Some(m) => {
+                                    let view = report::status::Hunt {
+                                        name: &cfg.name,
+                                        repo: &cfg.repo,
+                                        hosts: (0..cfg.test.jobs)
+                                            .map(|j| format!("job{j}"))
+                                            .collect(),
+                                        classify: &m.classify,
+                                    };
+                                    print!(
+                                        "{}",
+                                        report::status::render_hunt(&view, &id, &entries, now)
+                                    )
+                                }
+                                None => {
+                                    print!("{}", report::local::status(cfg, &id, &entries, now))
+                                }
+                            },
                         }
                         HuntState::replay(&entries).end.is_some()
                     }
@@ -489,35 +505,58 @@ fn sim_matched(
 
 /// Prints (or writes to `output`) the report in `format`, or the bisect log for `None`.
 fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> anyhow::Result<u8> {
-    let cfg = match load_file(hunt) {
-        Ok(HuntFile::Kernel(c)) => c,
-        Ok(HuntFile::Local(c)) => return local_report_cmd(hunt, &c, format, output),
+    let file = match load_file(hunt) {
+        Ok(f) => f,
         Err(code) => return Ok(code),
     };
-    let Some((id, state)) = open_state(&cfg)? else {
+    // A metric command hunt's journal is a kernel hunt's, runs for boots: the same reports.
+    let (ctx, repo, state_dir) = match &file {
+        HuntFile::Kernel(cfg) => (
+            report::Context {
+                name: &cfg.name,
+                hunt_file: &cfg.source,
+                workload_file: &cfg.workload.file,
+                metric: &cfg.workload.metric,
+                direction: cfg.workload.direction,
+                settings: &cfg.report,
+                classify: &cfg.classify,
+                command: None,
+            },
+            &cfg.repo,
+            &cfg.state_dir,
+        ),
+        HuntFile::Local(cfg) => match &cfg.test.measure {
+            Some(m) => (
+                report::Context {
+                    name: &cfg.name,
+                    hunt_file: &cfg.source,
+                    // The command is in the hunt file: it is the workload.
+                    workload_file: &cfg.source,
+                    metric: &m.metric.field,
+                    direction: m.direction,
+                    settings: &cfg.report,
+                    classify: &m.classify,
+                    command: Some(&cfg.test.command),
+                },
+                &cfg.repo,
+                &cfg.state_dir,
+            ),
+            None => return local_report_cmd(hunt, cfg, format, output),
+        },
+    };
+    let Some((id, state)) = open_state(state_dir)? else {
         eprintln!(
             "firstbad: {}: no journal in {}: run `firstbad run {}` first",
-            cfg.name,
-            cfg.state_dir.display(),
+            ctx.name,
+            state_dir.display(),
             hunt.display()
         );
         return Ok(exit_code::BAD_INPUT);
     };
-    let commits = report::GitCommits::open(&cfg.repo);
-    let ctx = report::Context {
-        name: &cfg.name,
-        hunt_file: &cfg.source,
-        workload_file: &cfg.workload.file,
-        metric: &cfg.workload.metric,
-        direction: cfg.workload.direction,
-        settings: &cfg.report,
-        classify: &cfg.classify,
-    };
+    let commits = report::GitCommits::open(repo);
     let text = match format {
         None => report::bisect_log(&id, &state, &commits),
-        Some(Format::Markdown) => {
-            report::markdown(&cfg.name, &cfg.workload.metric, &id, &state, &commits)
-        }
+        Some(Format::Markdown) => report::markdown(ctx.name, ctx.metric, &id, &state, &commits),
         Some(Format::Email) => {
             report::email::email(&report::Report::build(&ctx, &id, &state, &commits))
         }
@@ -571,8 +610,9 @@ fn local_report_cmd(
         Some(Format::Markdown) => report::local::markdown(cfg, &id, &entries, &commits),
         Some(_) => {
             eprintln!(
-                "firstbad: {}: a hunt with [test] has Markdown reports and the bisect log \
-                 (`firstbad log`); email, json and html describe kernel boots",
+                "firstbad: {}: a hunt judged by exit status has Markdown reports and the \
+                 bisect log (`firstbad log`); email, json and html show samples, which a \
+                 hunt with [test] metric has",
                 hunt.display()
             );
             return Ok(exit_code::BAD_INPUT);
@@ -589,9 +629,9 @@ fn local_report_cmd(
 }
 
 fn open_state(
-    cfg: &HuntConfig,
+    state_dir: &Path,
 ) -> anyhow::Result<Option<(firstbad::journal::HuntIdentity, HuntState)>> {
-    let path = journal_path(&cfg.state_dir);
+    let path = journal_path(state_dir);
     if !path.exists() {
         return Ok(None);
     }

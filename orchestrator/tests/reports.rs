@@ -325,6 +325,7 @@ fn build_report(f: &Fixture) -> (Report, GitCommits, HuntIdentity, HuntState) {
         direction: f.cfg.workload.direction,
         settings: &f.cfg.report,
         classify: &f.cfg.classify,
+        command: None,
     };
     let r = Report::build(&ctx, &id, &state, &commits);
     (r, commits, id, state)
@@ -690,6 +691,7 @@ fn a_hunt_in_progress_reports_without_a_culprit() {
         direction: f.cfg.workload.direction,
         settings: &f.cfg.report,
         classify: &f.cfg.classify,
+        command: None,
     };
     let r = Report::build(&ctx, &id, &state, &commits);
     assert_eq!(r.status, "in-progress");

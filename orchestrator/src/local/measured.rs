@@ -229,12 +229,18 @@ impl TreeBuilder {
         if ran.status.success() && !ran.timed_out {
             return Ok(built(commit, tree, log, ran.seconds));
         }
-        let mut error_lines = vec![if ran.timed_out {
-            format!("the build timed out after {} s", self.timeout.as_secs())
+        let how = if ran.timed_out {
+            format!("timed out after {} s", self.timeout.as_secs())
         } else {
-            format!("the build ended with {}", ran.status)
+            ran.status.to_string()
+        };
+        // The first line is what a verdict quotes: how it ended and the build's last word.
+        let mut said = last_lines(&log, FAILED_LINES);
+        let mut error_lines = vec![match said.pop() {
+            Some(last) => format!("{how}: {last}"),
+            None => how,
         }];
-        error_lines.extend(last_lines(&log, FAILED_LINES));
+        error_lines.extend(said);
         Ok(BuildOutcome::Failed { log, error_lines })
     }
 }

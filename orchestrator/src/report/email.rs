@@ -182,13 +182,30 @@ pub fn email(r: &Report) -> String {
         }
         let _ = writeln!(out);
     }
-    let _ = writeln!(
-        out,
-        "Each commit was built, booted in a VM and measured by firstbad; good/bad"
-    );
-    let _ = writeln!(out, "was decided from per-boot statistics. To reproduce:\n");
-    let _ = writeln!(out, "  firstbad run {}", r.hunt_file.display());
-    let _ = writeln!(out, "  (workload: {})\n", r.workload_file.display());
+    match &r.command {
+        Some(command) => {
+            let _ = writeln!(
+                out,
+                "Each commit was built once and its command run several times, interleaved"
+            );
+            let _ = writeln!(
+                out,
+                "with the endpoints' runs; good/bad was decided from per-run statistics"
+            );
+            let _ = writeln!(out, "(a \"boot\" above is one run). To reproduce:\n");
+            let _ = writeln!(out, "  firstbad run {}", r.hunt_file.display());
+            let _ = writeln!(out, "  (command: {command})\n");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "Each commit was built, booted in a VM and measured by firstbad; good/bad"
+            );
+            let _ = writeln!(out, "was decided from per-boot statistics. To reproduce:\n");
+            let _ = writeln!(out, "  firstbad run {}", r.hunt_file.display());
+            let _ = writeln!(out, "  (workload: {})\n", r.workload_file.display());
+        }
+    }
     let _ = writeln!(out, "git bisect log:\n");
     for l in r.bisect_log.lines() {
         let _ = writeln!(out, "  {l}");

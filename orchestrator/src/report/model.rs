@@ -29,6 +29,8 @@ pub struct Context<'a> {
     pub settings: &'a ReportConfig,
     /// The statistics' settings (error rates and the confidence target, for the reasons).
     pub classify: &'a crate::config::ClassifyConfig,
+    /// A metric command hunt's command (each "boot" is one run of it); `None` for kernels.
+    pub command: Option<&'a str>,
 }
 
 /// A report's data: what every format shows. Serialised, it is the JSON report.
@@ -42,6 +44,10 @@ pub struct Report {
     pub hunt_file: PathBuf,
     /// The workload file.
     pub workload_file: PathBuf,
+    /// A metric command hunt's command: each boot of this report is one run of it, in a
+    /// checkout of the commit built once. Absent for kernel hunts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The metric commits are judged by.
     pub metric: String,
     /// `lower-is-better` or `higher-is-better`.
@@ -425,6 +431,7 @@ impl Report {
             hunt_file: std::fs::canonicalize(ctx.hunt_file).unwrap_or(ctx.hunt_file.to_owned()),
             workload_file: std::fs::canonicalize(ctx.workload_file)
                 .unwrap_or(ctx.workload_file.to_owned()),
+            command: ctx.command.map(str::to_owned),
             metric: ctx.metric.to_owned(),
             direction: match ctx.direction {
                 Direction::LowerIsBetter => "lower-is-better",

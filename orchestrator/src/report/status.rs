@@ -100,8 +100,8 @@ pub fn estimate_left(
 /// range the hunt bisects: the journal's goods, `paths` and `first_parent` when it recorded
 /// them ([`HuntState::range`]), else the identity's good alone. (Reading the range as
 /// `good..bad` counted every commit of a path-limited hunt, not the ones it tests.)
-fn remaining(cfg: &HuntConfig, id: &HuntIdentity, state: &HuntState) -> Option<(usize, u32)> {
-    let history = History::open(&cfg.repo).ok()?;
+fn remaining(cfg: &Hunt, id: &HuntIdentity, state: &HuntState) -> Option<(usize, u32)> {
+    let history = History::open(cfg.repo).ok()?;
     let (goods, options) = match &state.range {
         Some(r) => (
             r.goods.clone(),
@@ -121,8 +121,37 @@ fn remaining(cfg: &HuntConfig, id: &HuntIdentity, state: &HuntState) -> Option<(
     Some((b.remaining(), b.steps_left()))
 }
 
-/// The status text of a hunt at time `now_ms` (Unix milliseconds).
+/// What the status of a measured hunt reads from its hunt file: a kernel hunt's, or a metric
+/// command hunt's (whose hosts are its runners).
+pub struct Hunt<'a> {
+    /// The hunt's name.
+    pub name: &'a str,
+    /// The repository.
+    pub repo: &'a std::path::Path,
+    /// The hosts' names, in the hunt file's order.
+    pub hosts: Vec<String>,
+    /// The statistics' settings.
+    pub classify: &'a crate::config::ClassifyConfig,
+}
+
+impl<'a> From<&'a HuntConfig> for Hunt<'a> {
+    fn from(cfg: &'a HuntConfig) -> Hunt<'a> {
+        Hunt {
+            name: &cfg.name,
+            repo: &cfg.repo,
+            hosts: cfg.hosts.iter().map(|h| h.name.clone()).collect(),
+            classify: &cfg.classify,
+        }
+    }
+}
+
+/// The status text of a kernel hunt at time `now_ms` (Unix milliseconds).
 pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i64) -> String {
+    render_hunt(&Hunt::from(cfg), id, entries, now_ms)
+}
+
+/// The status text of a measured hunt (kernel or metric command) at time `now_ms`.
+pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) -> String {
     let state = HuntState::replay(entries);
     let t = timings(entries, id);
     let mut o = String::new();
@@ -176,16 +205,16 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
         }
         _ => {}
     }
-    for h in &cfg.hosts {
+    for name in &cfg.hosts {
         // The host's last boot begun, if nothing finished it (several hosts boot at once).
         let running = entries.iter().rev().find_map(|e| match &e.event {
-            Event::BootStarted { commit, boot, host } if host == &h.name => {
+            Event::BootStarted { commit, boot, host } if host == name => {
                 Some(Some((commit, *boot, e.at_ms)))
             }
-            Event::BootFinished { host, .. } if host == &h.name => Some(None),
+            Event::BootFinished { host, .. } if host == name => Some(None),
             _ => None,
         });
-        let busy = match (state.retired.iter().find(|(n, _)| n == &h.name), running) {
+        let busy = match (state.retired.iter().find(|(n, _)| n == name), running) {
             (Some((_, why)), _) => format!("left the pool: {why}"),
             (None, Some(Some((c, boot, at)))) if state.end.is_none() => format!(
                 "running boot {boot} of {} for {}",
@@ -194,7 +223,7 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
             ),
             _ => "idle".to_owned(),
         };
-        let _ = writeln!(o, "host {}: {busy}", h.name);
+        let _ = writeln!(o, "host {name}: {busy}");
     }
     // Boots done and expected, for the endpoints and for the candidate under test.
     // The baselines are looked at after 8, 16, 32 and 64 boots of each endpoint.
@@ -244,7 +273,7 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
                 let hosts = cfg
                     .hosts
                     .iter()
-                    .filter(|h| !state.retired.iter().any(|(r, _)| *r == h.name))
+                    .filter(|h| !state.retired.iter().any(|(r, _)| r == *h))
                     .count();
                 match estimate_left(&t, steps, baseline_left, cfg.classify.min_boots, hosts) {
                     Some(left) => {

@@ -220,9 +220,13 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
     vmstat_section(r, &mut o);
     let _ = writeln!(
         o,
-        "<h2 id=\"reproduce\">How to reproduce</h2><pre>firstbad run {}\n# workload: {}</pre>",
+        "<h2 id=\"reproduce\">How to reproduce</h2><pre>firstbad run {}\n# {}</pre>",
         esc(&r.hunt_file.display().to_string()),
-        esc(&r.workload_file.display().to_string())
+        esc(&match &r.command {
+            // Each boot of a metric command hunt is one run of its command.
+            Some(c) => format!("command, one run per boot: {c}"),
+            None => format!("workload: {}", r.workload_file.display()),
+        })
     );
     let _ = writeln!(
         o,

@@ -1,0 +1,292 @@
+//! Metric command hunts (`[test] metric`) through the real binary, on real git repositories
+//! made here, with commands whose numbers are fixed by the commit (a file `VALUE`) and a small
+//! spread by run: what each way a run can end means, and what the reports show. The hunts on
+//! real timing noise are in `metric_noise.rs`.
+
+mod common;
+use common::{git_ok, git_str};
+use firstbad::journal::{BootOutcome, Event, Journal};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The benchmark of every test repository: prints `{"ms": VALUE.r}`, r from the run number
+/// (a spread of 0.0 to 0.6 ms), after the behaviours marker files ask for.
+const BENCH: &str = r#"#!/bin/sh
+test -e EXIT125 && exit 125
+test -e EXIT127 && exit 127
+test -e CRASH && { echo "bench: segfault (simulated)" >&2; exit 3; }
+test -e SILENT && exit 0
+echo "{\"ms\": $(cat VALUE).$(( ${FIRSTBAD_RUN:-0} % 7 ))}"
+"#;
+
+/// A linear history of `n` commits: commit i has VALUE 100 before `culprit` and 130 from it on;
+/// `marks` puts a marker file into the commits named.
+struct Repo {
+    dir: tempfile::TempDir,
+    ids: Vec<String>,
+}
+
+impl Repo {
+    fn new(n: usize, culprit: usize, marks: &[(usize, &str)]) -> Repo {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git_ok(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("bench.sh"), BENCH).unwrap();
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let value = if i >= culprit { 130 } else { 100 };
+            std::fs::write(repo.join("VALUE"), format!("{value}\n")).unwrap();
+            for marker in ["EXIT125", "EXIT127", "CRASH", "SILENT", "NOBUILD"] {
+                let path = repo.join(marker);
+                if marks.iter().any(|&(c, m)| c == i && m == marker) {
+                    std::fs::write(&path, "").unwrap();
+                } else if path.exists() {
+                    std::fs::remove_file(&path).unwrap();
+                }
+            }
+            git_ok(&repo, &["add", "-A"]);
+            git_ok(
+                &repo,
+                &["commit", "-q", "--allow-empty", "-m", &format!("c{i}")],
+            );
+            ids.push(git_str(&repo, &["rev-parse", "HEAD"]));
+        }
+        Repo { dir, ids }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A metric hunt file over the whole history, with `extra` lines in `[test]`.
+    fn hunt(&self, extra: &str) -> PathBuf {
+        let p = self.path().join("hunt.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "[hunt]\nname = \"m\"\nrepo = \"repo\"\ngood = \"{}\"\nbad = \"{}\"\n\
+                 state_dir = \"state\"\n\n[test]\nbuild = \"test ! -e NOBUILD || \
+                 {{ echo 'error: NOBUILD is set' >&2; exit 2; }}\"\ncommand = \"sh bench.sh\"\n\
+                 metric = \"ms\"\n{extra}\n",
+                self.ids[0],
+                self.ids.last().unwrap()
+            ),
+        )
+        .unwrap();
+        p
+    }
+
+    fn events(&self) -> Vec<Event> {
+        Journal::open_read_only(&self.path().join("state/journal.sqlite"))
+            .expect("journal")
+            .events()
+            .expect("events")
+            .into_iter()
+            .map(|e| e.event)
+            .collect()
+    }
+
+    /// Every finished run of `commit`.
+    fn runs_of(&self, commit: &str) -> Vec<BootOutcome> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::BootFinished {
+                    commit: c, outcome, ..
+                } if c == commit => Some(outcome),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn firstbad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(args)
+        .env("FIRSTBAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("firstbad runs")
+}
+
+fn run(hunt: &Path) -> (i32, String, String) {
+    let out = firstbad(&["run", &hunt.display().to_string()]);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_metric_hunt_names_the_culprit_and_confirms_it() {
+    let r = Repo::new(40, 23, &[]);
+    let (code, out, err) = run(&r.hunt(""));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("first bad commit: {}", &r.ids[23][..12])),
+        "{out}"
+    );
+    assert!(out.contains("confirmed: "), "{out}");
+    // Every run kept its value; the good endpoint ran beside the candidates (drift checks).
+    let good = r.runs_of(&r.ids[0]);
+    assert!(good.len() >= 8, "{} runs of good", good.len());
+    let events = r.events();
+    let drift_checks = events
+        .iter()
+        .filter(|e| matches!(e, Event::DriftCheck { .. }))
+        .count();
+    assert!(
+        drift_checks >= 1,
+        "no drift check in {} events",
+        events.len()
+    );
+    // Rerunning an ended hunt answers from the journal and runs nothing.
+    let before = events.len();
+    let (code, out2, _) = run(&r.hunt(""));
+    assert_eq!((code, out2), (0, out));
+    assert_eq!(r.events().len(), before);
+}
+
+#[test]
+fn a_crashing_or_silent_run_is_a_failed_sample_and_never_a_verdict() {
+    // c10 crashes (exit 3) and c30 prints no metric: both are skipped after their failed
+    // runs, and the culprit (c20) is still found between them.
+    let r = Repo::new(40, 20, &[(10, "CRASH"), (30, "SILENT")]);
+    let (code, out, err) = run(&r.hunt("[classify]\nmax_failed_boots = 2\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&r.ids[20][..12]), "{out}");
+    for (i, why) in [
+        (10, "exit 3: bench: segfault (simulated)"),
+        (30, "no metric"),
+    ] {
+        let runs = r.runs_of(&r.ids[i]);
+        if runs.is_empty() {
+            continue; // the bisection did not need it
+        }
+        assert!(
+            runs.iter().all(|o| matches!(o,
+                BootOutcome::Failed { reason, console, untestable: false }
+                    if reason.contains(why) && console.exists())),
+            "c{i}: {runs:?}"
+        );
+    }
+}
+
+/// Markers on c15..=c24, where git bisect's first choices among 40 commits fall.
+fn around_the_middle(marker: &'static str) -> Vec<(usize, &'static str)> {
+    (15..=24).map(|i| (i, marker)).collect()
+}
+
+#[test]
+fn exit_125_skips_the_commit_after_one_run() {
+    let r = Repo::new(40, 30, &around_the_middle("EXIT125"));
+    let (code, out, err) = run(&r.hunt(""));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&r.ids[30][..12]), "{out}");
+    let mut tested = 0;
+    for i in 15..=24 {
+        let runs = r.runs_of(&r.ids[i]);
+        if runs.is_empty() {
+            continue;
+        }
+        tested += 1;
+        assert_eq!(runs.len(), 1, "c{i}: {runs:?}");
+        assert!(matches!(
+            &runs[0],
+            BootOutcome::Failed {
+                untestable: true,
+                ..
+            }
+        ));
+        assert!(r.events().iter().any(|e| matches!(e,
+            Event::Verdict { commit, verdict: firstbad::journal::Verdict::Skip, .. }
+                if *commit == r.ids[i])));
+    }
+    assert!(tested >= 1, "no marked commit was tested");
+}
+
+#[test]
+fn exit_127_stops_the_hunt_for_a_person_and_names_the_command() {
+    let r = Repo::new(40, 30, &around_the_middle("EXIT127"));
+    let (code, out, err) = run(&r.hunt(""));
+    assert_eq!(code, 5, "{out}{err}");
+    assert!(
+        err.contains("exit 127") && err.contains("sh bench.sh") && err.contains("rerun"),
+        "{err}"
+    );
+    // Nothing was judged from it.
+    for i in 15..=24 {
+        assert!(!r.events().iter().any(|e| matches!(e,
+            Event::Verdict { commit, .. } if *commit == r.ids[i])));
+    }
+}
+
+#[test]
+fn a_candidate_that_does_not_build_is_skipped_with_its_error_lines() {
+    let r = Repo::new(40, 30, &around_the_middle("NOBUILD"));
+    let (code, out, err) = run(&r.hunt(""));
+    assert_eq!(code, 0, "{out}{err}");
+    let skipped: Vec<(String, String)> = r
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Verdict { commit, reason, .. } if r.ids[15..=24].contains(&commit) => {
+                Some((commit, reason))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!skipped.is_empty(), "no marked commit was tested");
+    for (commit, reason) in skipped {
+        assert!(
+            reason.contains("build failed: exit status: 2: error: NOBUILD is set"),
+            "{reason}"
+        );
+        assert!(
+            r.runs_of(&commit).is_empty(),
+            "an unbuilt commit never runs"
+        );
+    }
+}
+
+#[test]
+fn a_changed_metric_is_refused_by_name() {
+    let r = Repo::new(20, 12, &[]);
+    let (code, out, err) = run(&r.hunt(""));
+    assert_eq!(code, 0, "{out}{err}");
+    let changed = r.hunt("direction = \"higher-is-better\"\n");
+    let (code, _, err) = run(&changed);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("test.direction"), "{err}");
+}
+
+#[test]
+fn every_report_format_shows_a_metric_hunt_with_its_runs() {
+    let r = Repo::new(24, 15, &[]);
+    let hunt = r.hunt("");
+    let (code, out, err) = run(&hunt);
+    assert_eq!(code, 0, "{out}{err}");
+    let h = hunt.display().to_string();
+    let report = |format: &str| {
+        let out = firstbad(&["report", &h, "--format", format]);
+        assert!(out.status.success(), "{format}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let json: serde_json::Value = serde_json::from_str(&report("json")).expect("json");
+    assert_eq!(json["command"], "sh bench.sh");
+    assert_eq!(json["metric"], "ms");
+    assert_eq!(json["first_bad"]["id"], r.ids[15].as_str());
+    assert_eq!(json["confidence"]["confirmed"], true);
+    let email = report("email");
+    assert!(email.contains("(command: sh bench.sh)"), "{email}");
+    assert!(email.contains(&r.ids[15][..12]), "{email}");
+    let html = report("html");
+    assert!(html.contains("command, one run per boot: sh bench.sh"));
+    let md = report("markdown");
+    assert!(md.contains(&r.ids[15][..12]), "{md}");
+    let status = firstbad(&["status", &h]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("host job0: idle"), "{status}");
+}
