@@ -17,6 +17,11 @@ pub const DRIFT_Z: f64 = 3.29;
 /// quarter of the way to bad no verdict is at risk.
 pub const DRIFT_MIN_SHIFT: f64 = 0.25;
 
+/// Re-measurements of the good endpoint a drift check takes before it stops a hunt: a check
+/// that sees drift in fewer boots re-measures first, so that one stray run is outvoted by the
+/// median ([`drift`]) instead of stopping a hunt that runs unattended.
+pub const DRIFT_CONFIRM_BOOTS: usize = 3;
+
 /// Boots of the posterior phase per drift check, for each verdict between checks in the
 /// bisection (`drift_check_every`): a verdict there takes 1-10 boots, so 4 boots per verdict
 /// keeps the good endpoint re-measured about as often. Without it the phase, which may spend
@@ -99,7 +104,8 @@ pub struct Drift {
     pub z: f64,
     /// The trend the earlier re-measurements showed, in σ per [`TREND_UNIT`] boots.
     pub trend: f64,
-    /// Whether it is drift: |z| ≥ [`DRIFT_Z`] and |shift| ≥ [`DRIFT_MIN_SHIFT`].
+    /// Whether it is drift: |z| ≥ [`DRIFT_Z`], and both the mean's and the median's shift
+    /// ≥ [`DRIFT_MIN_SHIFT`] the same way.
     pub drifted: bool,
 }
 
@@ -166,13 +172,21 @@ pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Dr
         .fold((0.0, 0.0), |a, b| (a.0 + b.0 / k, a.1 + b.1 / k));
     let moved = r_bar - trend * t_bar;
     let se = (1.0 / k + 1.0 / model.n_baseline.max(1.0) + t_bar * t_bar / precision).sqrt();
+    // The median of the recent residuals must have moved as far, the same way: one stray run
+    // inside the admitted range (a TCG hiccup of 14.9 ms beside 3.3 ms) carried the mean of
+    // two past the line and stopped the demo hunt. Once the check has re-measured
+    // ([`DRIFT_CONFIRM_BOOTS`]) the median leaves such a run out; a host that moved moves it.
+    let residuals: Vec<f64> = recent.iter().map(|b| b.0 - trend * b.1).collect();
+    let robust = median(&residuals) * model.sigma / (model.bad - model.good);
     let z = moved / se;
     let shift = moved * model.sigma / (model.bad - model.good);
     Some(Drift {
         shift,
         z,
         trend,
-        drifted: z.abs() >= DRIFT_Z && shift.abs() >= DRIFT_MIN_SHIFT,
+        drifted: z.abs() >= DRIFT_Z
+            && shift.abs() >= DRIFT_MIN_SHIFT
+            && robust * shift.signum() >= DRIFT_MIN_SHIFT,
     })
 }
 
@@ -221,6 +235,29 @@ mod tests {
         let tight = Model { sigma: 0.002, ..m };
         let small = drift(&tight, 0.0, &every_10(&[35.5, 35.5, 35.5, 35.5])).unwrap();
         assert!(small.z > DRIFT_Z && !small.drifted, "{small:?}");
+    }
+
+    // The demo, 2026-12-01: one run of good at 14.9 ms beside 3.3 ms stopped the hunt as
+    // drift; two more re-measurements outvote it.
+    #[test]
+    fn one_stray_re_measurement_is_outvoted_once_the_check_re_measures() {
+        let m = five_sigma();
+        let every_10 = |v: &[f64]| -> Vec<(f64, f64)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| (x, 10.0 * (i + 1) as f64))
+                .collect()
+        };
+        // 44 lies between the centres (admitted): alone, it is drift.
+        let alone = drift(&m, 0.0, &every_10(&[44.0])).unwrap();
+        assert!(alone.drifted, "{alone:?}");
+        let outvoted = drift(&m, 0.0, &every_10(&[44.0, 35.1, 34.9])).unwrap();
+        assert!(!outvoted.drifted, "{outvoted:?}");
+        let later = drift(&m, 0.0, &every_10(&[35.0, 35.2, 44.0, 35.1, 34.9])).unwrap();
+        assert!(!later.drifted, "{later:?}");
+        // Three of four are the host: drift.
+        let host = drift(&m, 0.0, &every_10(&[35.0, 44.0, 44.2, 43.8])).unwrap();
+        assert!(host.drifted, "{host:?}");
     }
 
     #[test]

@@ -27,8 +27,8 @@
 mod drift;
 
 pub use drift::{
-    drift, refine_drift_due, Drift, Timeline, DRIFT_MIN_SHIFT, DRIFT_WINDOW, DRIFT_Z,
-    REFINE_DRIFT_BOOTS_PER_VERDICT, TREND_PRIOR, TREND_UNIT,
+    drift, refine_drift_due, Drift, Timeline, DRIFT_CONFIRM_BOOTS, DRIFT_MIN_SHIFT, DRIFT_WINDOW,
+    DRIFT_Z, REFINE_DRIFT_BOOTS_PER_VERDICT, TREND_PRIOR, TREND_UNIT,
 };
 
 use crate::config::{ClassifyConfig, Direction};

@@ -1,8 +1,8 @@
 //! Drift checks: the good endpoint booted again after every `drift_check_every` verdicts (and
 //! every few boots of the posterior phase), on every host of the pool, and tested against the
 //! baselines and the earlier re-measurements' trend ([`sequential::drift`]). A move the trend
-//! does not explain stops the hunt for a person: every verdict since the last check is
-//! suspect. The re-measurements are also the posterior's firmest evidence of how the host
+//! does not explain, still there after [`sequential::DRIFT_CONFIRM_BOOTS`] re-measurements,
+//! stops the hunt for a person: every verdict since the last check is suspect. The re-measurements are also the posterior's firmest evidence of how the host
 //! moves.
 
 use super::super::driver::{Decision, Driver};
@@ -86,6 +86,10 @@ pub fn check(
         // No value to judge by (the boots failed): another boot of good.
         return Some(d.boots_for(state, |i| (i == 0).then(|| good.to_owned())));
     };
+    if drift.drifted && measured < sequential::DRIFT_CONFIRM_BOOTS {
+        // Not on one or two runs: re-measure first, and let the median decide.
+        return Some(d.boots_for(state, |i| (i == 0).then(|| good.to_owned())));
+    }
     let recent = &remeasured[remeasured.len().saturating_sub(sequential::DRIFT_WINDOW)..];
     let v = state.verdicts.len();
     let when = match in_refine {
