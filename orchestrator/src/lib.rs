@@ -15,6 +15,7 @@ pub mod hosts;
 pub mod hunt;
 pub mod journal;
 pub mod local;
+pub mod metric;
 pub mod posterior;
 pub mod replay;
 pub mod report;
