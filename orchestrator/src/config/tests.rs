@@ -574,3 +574,25 @@ fn a_hunt_name_of_dots_is_refused() {
         assert!(e.contains("hunt.name"), "{e}");
     }
 }
+
+// The example hunt files are what a newcomer copies: each must load as it is shipped (with
+// FIRSTBAD_REPO unset, `.` is this repository).
+#[test]
+fn every_example_hunt_file_in_configs_loads() {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+    for name in ["demo.toml", "command.toml", "metric.toml"] {
+        let p = configs.join(name);
+        match HuntFile::load(&p) {
+            Ok(HuntFile::Local(c)) if name == "metric.toml" => {
+                let m = c.test.measure.expect("metric.toml is a metric hunt");
+                assert_eq!(m.metric.format.name(), "auto");
+                assert_eq!(m.classify.confidence, 0.99);
+                assert_eq!(m.classify.drift_check_every, 2);
+            }
+            Ok(_) => {}
+            // The demo's repository is made by scripts/demo; everything before it must hold.
+            Err(e) if name == "demo.toml" && e.to_string().contains("hunt.repo") => {}
+            Err(e) => panic!("{name}: {e}"),
+        }
+    }
+}
