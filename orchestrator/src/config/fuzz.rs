@@ -58,13 +58,17 @@ fn layout(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         std::fs::create_dir_all(to.parent().expect("a file in a directory")).unwrap();
         std::fs::copy(top.join(from), to).unwrap();
     }
-    ["configs/demo.toml", "configs/command.toml", "configs/metric.toml"]
-        .iter()
-        .map(|f| {
-            let text = std::fs::read(top.join(f)).unwrap();
-            (dir.join("configs/fuzzed.toml"), text)
-        })
-        .collect()
+    [
+        "configs/demo.toml",
+        "configs/command.toml",
+        "configs/metric.toml",
+    ]
+    .iter()
+    .map(|f| {
+        let text = std::fs::read(top.join(f)).unwrap();
+        (dir.join("configs/fuzzed.toml"), text)
+    })
+    .collect()
 }
 
 /// One random change to `text`, and its name for the failure message.

@@ -145,13 +145,19 @@ pub fn run(
     })
 }
 
-/// Checks each candidate out into a tree of its own and builds it there.
-struct TreeBuilder {
+/// Checks each candidate out into a tree of its own and builds it there (shared with the
+/// blocking thread of each build).
+struct TreeBuilder(Arc<Trees>);
+
+/// Where the trees and build logs live, and the build.
+struct Trees {
     repo: PathBuf,
     trees: PathBuf,
     logs: PathBuf,
     /// Keys the worktrees' names (global to the repository) by the state directory.
     key: String,
+    /// The repository's `.git/worktrees/`.
+    worktrees: PathBuf,
     build: Option<String>,
     timeout: Duration,
 }
@@ -171,27 +177,30 @@ impl TreeBuilder {
                 ))
             })?;
         }
-        Ok(TreeBuilder {
+        let worktrees = git2::Repository::open(&repo)
+            .map_err(|e| HuntError::BadInput(format!("hunt.repo {}: {e}", repo.display())))?
+            .path()
+            .join("worktrees");
+        Ok(TreeBuilder(Arc::new(Trees {
             repo,
+            worktrees,
             trees: state_dir.join("trees"),
             logs: state_dir.join("builds"),
             key: content_hash(state_dir.to_string_lossy().as_bytes()),
             build: m.build.clone(),
             timeout: Duration::from_secs(m.build_timeout_s),
-        })
+        })))
     }
+}
 
+impl Trees {
     /// Checks `commit` out into its tree and runs the build there.
     fn build_blocking(&self, commit: &str) -> Result<BuildOutcome, crate::build::BuildError> {
         let tree = self.trees.join(short(commit));
         let name = format!("firstbad-tree-{}-{}", self.key, short(commit));
         // A build killed with firstbad (kill -9) leaves the worktree's index locked; the state
         // directory's lock makes this run its only user.
-        let stale = self
-            .repo
-            .join(".git/worktrees")
-            .join(&name)
-            .join("index.lock");
+        let stale = self.worktrees.join(&name).join("index.lock");
         if stale.exists() {
             let _ = std::fs::remove_file(&stale);
         }
@@ -206,9 +215,9 @@ impl TreeBuilder {
             })?;
             return Ok(built(commit, tree, log, 0.0));
         };
-        let files = process::create(&log).map_err(|e| crate::build::BuildError::Io {
-            what: e,
-            source: std::io::Error::other("cannot create the build log"),
+        let files = process::create(&log).map_err(|source| crate::build::BuildError::Io {
+            what: format!("creating {}", log.display()),
+            source,
         })?;
         let ran = match process::run_shell(
             build,
@@ -257,17 +266,10 @@ fn built(commit: &str, tree: PathBuf, log: PathBuf, seconds: f64) -> BuildOutcom
 
 impl Builder for TreeBuilder {
     fn build(&self, commit: &str) -> Task<Result<BuildOutcome, crate::build::BuildError>> {
-        let me = TreeBuilder {
-            repo: self.repo.clone(),
-            trees: self.trees.clone(),
-            logs: self.logs.clone(),
-            key: self.key.clone(),
-            build: self.build.clone(),
-            timeout: self.timeout,
-        };
+        let trees = Arc::clone(&self.0);
         let commit = commit.to_owned();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || me.build_blocking(&commit))
+            tokio::task::spawn_blocking(move || trees.build_blocking(&commit))
                 .await
                 .unwrap_or_else(|e| {
                     Err(crate::build::BuildError::Io {

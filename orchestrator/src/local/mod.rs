@@ -321,7 +321,7 @@ impl Checkout {
             &self.test.command,
             &self.src,
             &[("FIRSTBAD_COMMIT", commit)],
-            process::create(&log_path)?,
+            process::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?,
             Duration::from_secs(self.test.timeout_s),
             |pgid| self.set_group(Some((commit.to_owned(), pgid))),
         );

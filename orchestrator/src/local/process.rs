@@ -84,11 +84,9 @@ pub fn run_shell(
     })
 }
 
-/// A file for a run's output, with the path in the error.
-pub fn create(path: &Path) -> Result<(File, File), String> {
-    let out = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+/// One file for both of a run's output streams.
+pub fn create(path: &Path) -> std::io::Result<(File, File)> {
+    let out = File::create(path)?;
+    let err = out.try_clone()?;
     Ok((out, err))
 }
