@@ -180,6 +180,12 @@ pub enum HuntEnd {
         /// The figures, for a person.
         message: String,
     },
+    /// `firstbad reproduce`: good and bad measure differently, as the report said; nothing
+    /// between them was bisected.
+    Reproduced {
+        /// The baselines' figures, for a person.
+        summary: String,
+    },
 }
 
 /// One journal entry.

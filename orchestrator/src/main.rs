@@ -83,6 +83,18 @@ enum Command {
         /// The revision to try (any syntax git accepts).
         rev: String,
     },
+    /// Reproduce a report ("fast in kernel A, slow in B"): boot the hunt file's good and bad
+    /// kernels, interleaved, until the baselines' statistics confirm the difference (exit 0)
+    /// or refute it (exit 3), bisecting nothing. Prints a report to paste into a bug
+    /// tracker, and writes it as HTML (plots, every boot's samples) beside its journal in
+    /// <state_dir>/reproduce/. Rerun it to resume, or to print the report again.
+    Reproduce {
+        /// The hunt file (its `good` and `bad` are the two kernels).
+        hunt: PathBuf,
+        /// Write the HTML report here instead of <state_dir>/reproduce/report.html.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
     /// Print the hunt's `git bisect log`, which `git bisect replay` accepts.
     Log {
         /// The hunt file.
@@ -256,55 +268,81 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
             };
-            match result {
-                Ok(outcome) => {
-                    let history = History::open(file.repo()).ok();
-                    let commits = RepoCommits(history);
-                    match &outcome.end {
-                        HuntEnd::Found { commit } => {
-                            let subject =
-                                commits.info(commit).map(|c| c.subject).unwrap_or_default();
-                            println!("first bad commit: {} {subject}", short(commit));
-                            if let Some(c) = &outcome.confirmation {
-                                println!(
-                                    "{}: {}",
-                                    if c.confirmed {
-                                        "confirmed"
-                                    } else {
-                                        "NOT confirmed"
-                                    },
-                                    c.summary
-                                );
-                            }
-                        }
-                        HuntEnd::OnlySkippedLeft { commits: c } => {
-                            println!("only skipped commits left; the first bad commit is one of:");
-                            for id in c {
-                                let subject =
-                                    commits.info(id).map(|c| c.subject).unwrap_or_default();
-                                println!("  {} {subject}", short(id));
-                            }
-                        }
-                        HuntEnd::NotReproduced { message } => {
-                            println!("regression not reproduced: {message}");
-                        }
-                    }
-                    eprintln!(
-                        "firstbad: `firstbad report {}` shows every step and the bisect log",
-                        hunt.display()
-                    );
-                    Ok(outcome.exit_code)
-                }
-                Err(e) => {
-                    eprintln!("firstbad: {e}");
-                    if e.exit_code() == exit_code::INFRASTRUCTURE && e.resumes() {
+            Ok(print_outcome(result, &file, &hunt))
+        }
+        Command::Reproduce { hunt, html } => {
+            let file = match load_file(&hunt) {
+                Ok(f) => f,
+                Err(code) => return Ok(code),
+            };
+            let result = match &file {
+                HuntFile::Kernel(cfg) => runtime()?.block_on(hunt::reproduce(cfg)),
+                HuntFile::Local(cfg) => match &cfg.test.measure {
+                    Some(m) => firstbad::local::measured::reproduce(cfg, m),
+                    None => {
                         eprintln!(
-                            "firstbad: the journal is intact; rerun the same command to resume"
+                            "firstbad: {}: reproduce compares two measured versions: give \
+                             [test] a metric (README: \"Bisecting a benchmark\"), or use a \
+                             kernel hunt file",
+                            hunt.display()
                         );
+                        return Ok(exit_code::BAD_INPUT);
                     }
-                    Ok(e.exit_code())
-                }
+                },
+            };
+            let ended = result.is_ok();
+            let code = print_outcome(result, &file, &hunt);
+            if !ended {
+                return Ok(code);
             }
+            let dir = hunt::reproduce_dir(file.state_dir());
+            let Some((id, state)) = open_state(&dir)? else {
+                return Ok(code);
+            };
+            let ctx = match &file {
+                HuntFile::Kernel(cfg) => report::Context {
+                    name: &cfg.name,
+                    hunt_file: &cfg.source,
+                    workload_file: &cfg.workload.file,
+                    metric: &cfg.workload.metric,
+                    direction: cfg.workload.direction,
+                    settings: &cfg.report,
+                    classify: &cfg.classify,
+                    command: None,
+                    reproduction: true,
+                },
+                HuntFile::Local(cfg) => {
+                    let m = cfg
+                        .test
+                        .measure
+                        .as_ref()
+                        .expect("a metric hunt: checked above");
+                    report::Context {
+                        name: &cfg.name,
+                        hunt_file: &cfg.source,
+                        workload_file: &cfg.source,
+                        metric: &m.metric.field,
+                        direction: m.direction,
+                        settings: &cfg.report,
+                        classify: &m.classify,
+                        command: Some(&cfg.test.command),
+                        reproduction: true,
+                    }
+                }
+            };
+            println!();
+            print!(
+                "{}",
+                render(&ctx, file.repo(), &id, &state, Some(Format::Email))
+            );
+            let html = html.unwrap_or_else(|| dir.join("report.html"));
+            let text = render(&ctx, file.repo(), &id, &state, Some(Format::Html));
+            std::fs::write(&html, text).with_context(|| format!("writing {}", html.display()))?;
+            eprintln!(
+                "firstbad: wrote {} (plots and every boot's samples)",
+                html.display()
+            );
+            Ok(code)
         }
         Command::Status {
             hunt,
@@ -521,6 +559,7 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
                 settings: &cfg.report,
                 classify: &cfg.classify,
                 command: None,
+                reproduction: false,
             },
             &cfg.repo,
             &cfg.state_dir,
@@ -537,6 +576,7 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
                     settings: &cfg.report,
                     classify: &m.classify,
                     command: Some(&cfg.test.command),
+                    reproduction: false,
                 },
                 &cfg.repo,
                 &cfg.state_dir,
@@ -553,22 +593,7 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         );
         return Ok(exit_code::BAD_INPUT);
     };
-    let commits = report::GitCommits::open(repo);
-    let text = match format {
-        None => report::bisect_log(&id, &state, &commits),
-        Some(Format::Markdown) => report::markdown(ctx.name, ctx.metric, &id, &state, &commits),
-        Some(Format::Email) => {
-            report::email::email(&report::Report::build(&ctx, &id, &state, &commits))
-        }
-        Some(Format::Json) => report::Report::build(&ctx, &id, &state, &commits).json() + "\n",
-        Some(Format::Html) => {
-            let range = commits.range(&id.good, &id.bad);
-            report::html::html(
-                &report::Report::build(&ctx, &id, &state, &commits),
-                range.as_deref(),
-            )
-        }
-    };
+    let text = render(&ctx, repo, &id, &state, format);
     match output {
         Some(path) => {
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -577,6 +602,32 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         None => print!("{text}"),
     }
     Ok(exit_code::OK)
+}
+
+/// A measured hunt's report in `format` (the bisect log for `None`).
+fn render(
+    ctx: &report::Context,
+    repo: &Path,
+    id: &firstbad::journal::HuntIdentity,
+    state: &HuntState,
+    format: Option<Format>,
+) -> String {
+    let commits = report::GitCommits::open(repo);
+    match format {
+        None => report::bisect_log(id, state, &commits),
+        Some(Format::Markdown) => report::markdown(ctx.name, ctx.metric, id, state, &commits),
+        Some(Format::Email) => {
+            report::email::email(&report::Report::build(ctx, id, state, &commits))
+        }
+        Some(Format::Json) => report::Report::build(ctx, id, state, &commits).json() + "\n",
+        Some(Format::Html) => {
+            let range = commits.range(&id.good, &id.bad);
+            report::html::html(
+                &report::Report::build(ctx, id, state, &commits),
+                range.as_deref(),
+            )
+        }
+    }
 }
 
 /// [`report_cmd`] for a local command hunt: the bisect log and the Markdown report.
@@ -640,4 +691,63 @@ fn open_state(
         return Ok(None);
     };
     Ok(Some((id, HuntState::replay(&j.events()?))))
+}
+
+/// Prints how a hunt ended (the culprit, the confirmation, the range, or why it stopped) and
+/// returns the exit code.
+fn print_outcome(
+    result: Result<firstbad::hunt::Outcome, firstbad::hunt::HuntError>,
+    file: &HuntFile,
+    hunt: &Path,
+) -> u8 {
+    match result {
+        Ok(outcome) => {
+            let history = History::open(file.repo()).ok();
+            let commits = RepoCommits(history);
+            match &outcome.end {
+                HuntEnd::Found { commit } => {
+                    let subject = commits.info(commit).map(|c| c.subject).unwrap_or_default();
+                    println!("first bad commit: {} {subject}", short(commit));
+                    if let Some(c) = &outcome.confirmation {
+                        println!(
+                            "{}: {}",
+                            if c.confirmed {
+                                "confirmed"
+                            } else {
+                                "NOT confirmed"
+                            },
+                            c.summary
+                        );
+                    }
+                }
+                HuntEnd::OnlySkippedLeft { commits: c } => {
+                    println!("only skipped commits left; the first bad commit is one of:");
+                    for id in c {
+                        let subject = commits.info(id).map(|c| c.subject).unwrap_or_default();
+                        println!("  {} {subject}", short(id));
+                    }
+                }
+                HuntEnd::NotReproduced { message } => {
+                    println!("regression not reproduced: {message}");
+                }
+                HuntEnd::Reproduced { summary } => {
+                    println!("reproduced: {summary}");
+                }
+            }
+            if !matches!(outcome.end, HuntEnd::Reproduced { .. }) {
+                eprintln!(
+                    "firstbad: `firstbad report {}` shows every step and the bisect log",
+                    hunt.display()
+                );
+            }
+            outcome.exit_code
+        }
+        Err(e) => {
+            eprintln!("firstbad: {e}");
+            if e.exit_code() == exit_code::INFRASTRUCTURE && e.resumes() {
+                eprintln!("firstbad: the journal is intact; rerun the same command to resume");
+            }
+            e.exit_code()
+        }
+    }
 }

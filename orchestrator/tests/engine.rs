@@ -220,6 +220,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         seed: 42,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
         kind: HuntKind::Measured,
+        stop_at_baselines: false,
     }
 }
 

@@ -290,3 +290,92 @@ fn every_report_format_shows_a_metric_hunt_with_its_runs() {
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("host job0: idle"), "{status}");
 }
+
+#[test]
+fn reproduce_confirms_a_difference_and_bisects_nothing() {
+    // Two versions on two branches that do not descend from each other: compared as they are.
+    let r = Repo::new(10, 5, &[]);
+    let repo = r.path().join("repo");
+    git_ok(&repo, &["checkout", "-q", "-b", "other", &r.ids[2]]);
+    std::fs::write(repo.join("VALUE"), "131\n").unwrap();
+    git_ok(&repo, &["commit", "-q", "-am", "other: slower"]);
+    let other = git_str(&repo, &["rev-parse", "HEAD"]);
+    let hunt = r.path().join("reproduce.toml");
+    std::fs::write(
+        &hunt,
+        format!(
+            "[hunt]\nname = \"r\"\nrepo = \"repo\"\ngood = \"{}\"\nbad = \"{other}\"\n\
+             state_dir = \"state\"\n\n[test]\ncommand = \"sh bench.sh\"\nmetric = \"ms\"\n",
+            r.ids[4]
+        ),
+    )
+    .unwrap();
+    let h = hunt.display().to_string();
+    let out = firstbad(&["reproduce", &h]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for section in [
+        "reproduced: regression confirmed",
+        "(reproduced)",
+        "median",
+        "[..]: 95% percentile-bootstrap intervals",
+        "Confidence: high",
+        "nothing\nbetween them was bisected",
+        &format!("bad:  {other} other: slower"),
+        "firstbad reproduce ",
+        "The workload (",
+    ] {
+        assert!(stdout.contains(section), "{section:?} in {stdout}");
+    }
+    assert!(!stdout.contains("git bisect log"), "{stdout}");
+    let html = std::fs::read_to_string(r.path().join("state/reproduce/report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("Kernels compared"));
+    // Only the two versions ran, in the reproduction's own journal: the hunt's is untouched.
+    let events: Vec<Event> =
+        Journal::open_read_only(&r.path().join("state/reproduce/journal.sqlite"))
+            .unwrap()
+            .events()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.event)
+            .collect();
+    let mut ran: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::BootFinished { commit, .. } => Some(commit.as_str()),
+            _ => None,
+        })
+        .collect();
+    ran.sort_unstable();
+    ran.dedup();
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert!(!r.path().join("state/journal.sqlite").exists());
+    // Rerun: the same answer from the journal, nothing run again.
+    let again = firstbad(&["reproduce", &h]);
+    assert_eq!(again.status.code(), Some(0));
+    let n = Journal::open_read_only(&r.path().join("state/reproduce/journal.sqlite"))
+        .unwrap()
+        .events()
+        .unwrap()
+        .len();
+    assert_eq!(n, events.len());
+}
+
+#[test]
+fn reproduce_refutes_two_versions_that_measure_alike() {
+    // c0 and c4 both print 100.r: exit 3, with the figures.
+    let r = Repo::new(5, 99, &[]);
+    let hunt = r.hunt("");
+    let text = std::fs::read_to_string(&hunt).unwrap().replace(
+        &format!("good = \"{}\"", r.ids[0]),
+        &format!("good = \"{}\"", r.ids[1]),
+    );
+    std::fs::write(&hunt, text).unwrap();
+    let out = firstbad(&["reproduce", &hunt.display().to_string()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("Not reproduced"), "{stdout}");
+}

@@ -326,6 +326,7 @@ fn build_report(f: &Fixture) -> (Report, GitCommits, HuntIdentity, HuntState) {
         settings: &f.cfg.report,
         classify: &f.cfg.classify,
         command: None,
+        reproduction: false,
     };
     let r = Report::build(&ctx, &id, &state, &commits);
     (r, commits, id, state)
@@ -692,6 +693,7 @@ fn a_hunt_in_progress_reports_without_a_culprit() {
         settings: &f.cfg.report,
         classify: &f.cfg.classify,
         command: None,
+        reproduction: false,
     };
     let r = Report::build(&ctx, &id, &state, &commits);
     assert_eq!(r.status, "in-progress");

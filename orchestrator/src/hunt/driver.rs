@@ -48,6 +48,9 @@ pub struct Plan {
     pub first_parent: FirstParent,
     /// How a commit is judged.
     pub kind: HuntKind,
+    /// `firstbad reproduce`: end once the endpoints' baselines confirm the regression
+    /// ([`HuntEnd::Reproduced`]) or refute it, bisecting nothing.
+    pub stop_at_baselines: bool,
 }
 
 /// How a hunt judges a commit.
@@ -236,6 +239,10 @@ impl Driver {
             }
             None => return phases::baselines::next(self, state),
         };
+        if self.plan.stop_at_baselines {
+            let summary = state.baselines.clone().unwrap_or_default();
+            return self.finish(state, HuntEnd::Reproduced { summary });
+        }
         if state.drift_stop {
             let last = state.drift_checks.last().map(|d| d.summary.as_str());
             return Decision::Stop(phases::drift::stop_message(

@@ -175,23 +175,72 @@ pub async fn run_with(
         &cfg.paths,
         cfg.first_parent,
     )?;
+    let run = Run {
+        state_dir: &cfg.state_dir,
+        classify: cfg.classify.clone(),
+        stop_at_baselines: false,
+        replay,
+        restore,
+    };
+    engine(cfg, range, run).await
+}
+
+/// Where `firstbad reproduce` keeps its journal: beside the hunt's, never in it, so that the
+/// bisection of the same hunt file starts on its own.
+pub fn reproduce_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("reproduce")
+}
+
+/// `firstbad reproduce`: boots the hunt's good and bad kernels, interleaved, until the
+/// baselines' statistics confirm the difference (exit 0) or refute it (exit 3), and stops
+/// there. The two are compared as they are, whether or not one descends from the other, and
+/// always in `classify.mode = "baselines"`: both kernels are measured.
+pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
+    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let dir = reproduce_dir(&cfg.state_dir);
+    let run = Run {
+        state_dir: &dir,
+        classify: crate::config::ClassifyConfig {
+            mode: ClassifyMode::Baselines,
+            ..cfg.classify.clone()
+        },
+        stop_at_baselines: true,
+        replay: None,
+        restore: &[],
+    };
+    engine(cfg, range, run).await
+}
+
+/// How one run of the engine on a kernel hunt file differs between `run` and `reproduce`.
+struct Run<'a> {
+    state_dir: &'a Path,
+    classify: crate::config::ClassifyConfig,
+    stop_at_baselines: bool,
+    replay: Option<&'a Path>,
+    restore: &'a [String],
+}
+
+/// Runs the engine on a kernel hunt's `range` to its end.
+async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outcome, HuntError> {
+    let Run {
+        state_dir,
+        classify,
+        stop_at_baselines,
+        replay,
+        restore,
+    } = run;
     // The first good is measured as the baseline; the others only bound the range.
     let good = range.goods[0].clone();
-    let meaning = meaning(cfg, &range)?;
-    let (_lock, journal, mut state) = match prelude::open_hunt(
-        &cfg.state_dir,
-        &range,
-        meaning,
-        tuning(&cfg.classify),
-        replay,
-    )? {
-        prelude::Opened::Ended(outcome) => return Ok(outcome),
-        prelude::Opened::Run {
-            lock,
-            journal,
-            state,
-        } => (lock, journal, *state),
-    };
+    let meaning = meaning(cfg, &classify, &range)?;
+    let (_lock, journal, mut state) =
+        match prelude::open_hunt(state_dir, &range, meaning, tuning(&classify), replay)? {
+            prelude::Opened::Ended(outcome) => return Ok(outcome),
+            prelude::Opened::Run {
+                lock,
+                journal,
+                state,
+            } => (lock, journal, *state),
+        };
     for name in restore {
         if !cfg.hosts.iter().any(|h| h.name == *name) {
             return Err(HuntError::BadInput(format!(
@@ -208,7 +257,7 @@ pub async fn run_with(
         }
     }
 
-    let (builder, hosts) = prepare(cfg, &state.retired).await?;
+    let (builder, hosts) = prepare(cfg, state_dir, &state.retired).await?;
     let hosts: Vec<Arc<KernelHost>> = hosts
         .into_iter()
         .map(|h| Arc::new(KernelHost::new(h, &cfg.workload)))
@@ -220,7 +269,10 @@ pub async fn run_with(
         bad: range.bad,
         goods: range.goods,
         dag: range.dag,
-        settings: settings(cfg),
+        settings: Settings {
+            classify,
+            ..settings(cfg)
+        },
         hosts: cfg
             .hosts
             .iter()
@@ -237,10 +289,11 @@ pub async fn run_with(
             parent.map(|p| p.to_string())
         }),
         kind: HuntKind::Measured,
+        stop_at_baselines,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let paths = crate::exec::Paths {
-        consoles: cfg.state_dir.join("consoles"),
+        consoles: state_dir.join("consoles"),
     };
     let end = tracing::Instrument::instrument(
         crate::exec::drive(
@@ -289,13 +342,17 @@ fn build_ahead(cfg: &HuntConfig) -> bool {
 
 /// The fields of a kernel hunt that change what a verdict means, one by one: a rerun with
 /// any of them changed is refused by name ([`begin_or_resume`]).
-pub fn meaning(cfg: &HuntConfig, range: &HuntRange) -> Result<BTreeMap<String, String>, HuntError> {
+pub fn meaning(
+    cfg: &HuntConfig,
+    classify: &crate::config::ClassifyConfig,
+    range: &HuntRange,
+) -> Result<BTreeMap<String, String>, HuntError> {
     let kconfig = std::fs::read(&cfg.build.kernel_config)
         .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.build.kernel_config.display())))?;
     let mut m = range.meaning();
     judging_meaning(
         &mut m,
-        &cfg.classify,
+        classify,
         ("workload.direction", cfg.workload.direction),
     );
     m.insert("workload.metric".into(), cfg.workload.metric.clone());
@@ -364,6 +421,7 @@ pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
 /// Hosts in `retired` (a resumed hunt's, from the journal) stay out of the pool.
 async fn prepare(
     cfg: &HuntConfig,
+    state_dir: &Path,
     retired: &[(String, String)],
 ) -> Result<(Builder, Vec<Host>), HuntError> {
     let agent = find_agent()?;
@@ -382,7 +440,7 @@ async fn prepare(
         let host = Host::new(
             host_cfg,
             &agent,
-            &cfg.state_dir.join("hosts").join(&host_cfg.name),
+            &state_dir.join("hosts").join(&host_cfg.name),
         );
         host.preflight()?;
         hosts.push(host);
@@ -419,7 +477,7 @@ pub async fn try_revision(
     let commit = history
         .resolve(rev)
         .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
-    let (builder, mut hosts) = prepare(cfg, &[]).await?;
+    let (builder, mut hosts) = prepare(cfg, &cfg.state_dir, &[]).await?;
     let dir = cfg.state_dir.join("try");
     std::fs::create_dir_all(&dir)
         .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
@@ -491,6 +549,7 @@ pub fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
         HuntEnd::Found { .. } => exit_code::OK,
         HuntEnd::OnlySkippedLeft { .. } => exit_code::AMBIGUOUS,
         HuntEnd::NotReproduced { .. } => exit_code::NOT_REPRODUCED,
+        HuntEnd::Reproduced { .. } => exit_code::OK,
     }
 }
 

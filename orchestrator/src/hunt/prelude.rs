@@ -86,6 +86,46 @@ impl HuntRange {
         })
     }
 
+    /// Two kernels compared as they are (`firstbad reproduce`): the first good revision and
+    /// bad, whether or not one descends from the other (a report's two distribution kernels
+    /// often sit on different stable branches), and nothing between them.
+    pub fn pair(
+        source: &Path,
+        repo: &Path,
+        goods: &[String],
+        bad: &str,
+    ) -> Result<HuntRange, HuntError> {
+        let bad_input = |m: String| HuntError::BadInput(format!("{}: {m}", source.display()));
+        let history = History::open(repo).map_err(|e| bad_input(format!("hunt.repo: {e}")))?;
+        let first = goods
+            .first()
+            .ok_or_else(|| bad_input("hunt.good: no good revision".into()))?;
+        let good = history
+            .resolve(first)
+            .map_err(|e| bad_input(format!("hunt.good: {e}")))?;
+        let bad = history
+            .resolve(bad)
+            .map_err(|e| bad_input(format!("hunt.bad: {e}")))?;
+        if good == bad {
+            return Err(bad_input(format!(
+                "hunt.good and hunt.bad are the same commit {}: nothing to compare",
+                short(&good)
+            )));
+        }
+        // Node 0 is bad; good is its only "parent", so the bisection has nothing to test.
+        let mut b = crate::search::DagBuilder::with_capacity(2, 1);
+        b.push(&bad, [1], 0);
+        b.push(&good, [], 0);
+        let dag = b.build().map_err(|e| bad_input(e.to_string()))?;
+        Ok(HuntRange {
+            history,
+            dag,
+            bad,
+            goods: vec![good],
+            info: None,
+        })
+    }
+
     /// The range's own fields of a hunt's meaning: the resolved endpoints and the options.
     pub fn meaning(&self) -> BTreeMap<String, String> {
         let info = self.info.clone().unwrap_or_default();

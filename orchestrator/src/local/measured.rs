@@ -52,6 +52,40 @@ pub fn run(
         &cfg.paths,
         cfg.first_parent,
     )?;
+    engine(
+        cfg,
+        m,
+        range,
+        &cfg.state_dir,
+        m.classify.clone(),
+        false,
+        replay,
+    )
+}
+
+/// `firstbad reproduce` of a metric command hunt: good and bad run, interleaved, until the
+/// baselines confirm the difference or refute it; nothing between them is bisected
+/// ([`crate::hunt::reproduce`] for kernels).
+pub fn reproduce(cfg: &LocalConfig, m: &MeasureConfig) -> Result<Outcome, HuntError> {
+    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let classify = crate::config::ClassifyConfig {
+        mode: crate::config::ClassifyMode::Baselines,
+        ..m.classify.clone()
+    };
+    let dir = crate::hunt::reproduce_dir(&cfg.state_dir);
+    engine(cfg, m, range, &dir, classify, true, None)
+}
+
+/// Runs the engine on a metric command hunt's `range`, in `state_dir`, to its end.
+fn engine(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    range: HuntRange,
+    state_dir: &Path,
+    classify: crate::config::ClassifyConfig,
+    stop_at_baselines: bool,
+    replay: Option<&Path>,
+) -> Result<Outcome, HuntError> {
     let mut meaning = range.meaning();
     meaning.insert("test.command".into(), cfg.test.command.clone());
     meaning.insert("test.build".into(), m.build.clone().unwrap_or_default());
@@ -63,19 +97,18 @@ pub fn run(
             .unwrap_or_else(|| "stdout".into()),
     );
     meaning.insert("test.metric".into(), m.metric_name());
-    crate::hunt::judging_meaning(&mut meaning, &m.classify, ("test.direction", m.direction));
-    let mut tuning = crate::hunt::tuning(&m.classify);
+    crate::hunt::judging_meaning(&mut meaning, &classify, ("test.direction", m.direction));
+    let mut tuning = crate::hunt::tuning(&classify);
     tuning.insert("test.jobs".into(), cfg.test.jobs.to_string());
-    let (_lock, journal, mut state) =
-        match open_hunt(&cfg.state_dir, &range, meaning, tuning, replay)? {
-            Opened::Ended(outcome) => return Ok(outcome),
-            Opened::Run {
-                lock,
-                journal,
-                state,
-            } => (lock, journal, *state),
-        };
-    let builder = TreeBuilder::new(cfg, m)?;
+    let (_lock, journal, mut state) = match open_hunt(state_dir, &range, meaning, tuning, replay)? {
+        Opened::Ended(outcome) => return Ok(outcome),
+        Opened::Run {
+            lock,
+            journal,
+            state,
+        } => (lock, journal, *state),
+    };
+    let builder = TreeBuilder::new(cfg, m, state_dir)?;
     let k = cfg.test.jobs as usize;
     let runners: Vec<Arc<Runner>> = (0..k)
         .map(|j| {
@@ -96,7 +129,7 @@ pub fn run(
         goods: range.goods,
         dag: range.dag,
         settings: crate::hunt::judge::Settings {
-            classify: m.classify.clone(),
+            classify,
             direction: m.direction,
             metric: m.metric.field.clone(),
             split: cfg.paths.is_empty(),
@@ -118,6 +151,7 @@ pub fn run(
             parent.map(|p| p.to_string())
         }),
         kind: HuntKind::Measured,
+        stop_at_baselines,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -132,7 +166,7 @@ pub fn run(
             &builder,
             &runners,
             &crate::exec::Paths {
-                consoles: cfg.state_dir.join("runs"),
+                consoles: state_dir.join("runs"),
             },
         ),
         tracing::info_span!("hunt", name = %cfg.name),
@@ -163,12 +197,15 @@ struct Trees {
 }
 
 impl TreeBuilder {
-    fn new(cfg: &LocalConfig, m: &MeasureConfig) -> Result<TreeBuilder, HuntError> {
+    fn new(
+        cfg: &LocalConfig,
+        m: &MeasureConfig,
+        state_dir: &Path,
+    ) -> Result<TreeBuilder, HuntError> {
         let repo = std::fs::canonicalize(&cfg.repo)
             .map_err(|e| HuntError::BadInput(format!("hunt.repo {}: {e}", cfg.repo.display())))?;
-        let state_dir = std::fs::canonicalize(&cfg.state_dir).map_err(|e| {
-            HuntError::BadInput(format!("state dir {}: {e}", cfg.state_dir.display()))
-        })?;
+        let state_dir = std::fs::canonicalize(state_dir)
+            .map_err(|e| HuntError::BadInput(format!("state dir {}: {e}", state_dir.display())))?;
         for dir in ["trees", "builds", "runs"] {
             std::fs::create_dir_all(state_dir.join(dir)).map_err(|e| {
                 HuntError::Infrastructure(format!(

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-mod measured;
+pub mod measured;
 mod process;
 
 pub use crate::hunt::phases::exact::{judge, Judgement};
@@ -124,6 +124,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         kind: HuntKind::ExitStatus {
             command: cfg.test.command.clone(),
         },
+        stop_at_baselines: false,
     };
     drop(range.history);
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;

@@ -39,6 +39,9 @@ pub(super) fn confidence(
         }
     }
     let mut reasons = Vec::new();
+    if ctx.reproduction {
+        return reproduction(state, separation, reasons);
+    }
     match separation {
         Some(s) if s >= 1.0 => reasons
             .push("every bad-endpoint boot is worse than every good-endpoint boot".to_owned()),
@@ -93,6 +96,49 @@ pub(super) fn confidence(
         confirmed: confirmation.map(|c| c.confirmed),
         decided_verdicts: decided,
         skipped,
+        reasons,
+    }
+}
+
+/// A reproduction's [`Confidence`]: the two kernels' separation and the baselines' test, which
+/// is all it measures.
+fn reproduction(
+    state: &HuntState,
+    separation: Option<f64>,
+    mut reasons: Vec<String>,
+) -> Confidence {
+    if let Some(s) = separation {
+        reasons.push(format!(
+            "{:.0}% of (good, bad) boot pairs are ordered the way of the regression",
+            s * 100.0
+        ));
+    }
+    let (level, test) = match &state.end {
+        Some(HuntEnd::Reproduced { summary }) => (
+            if separation.unwrap_or(0.0) >= 0.9 {
+                "high"
+            } else {
+                "medium"
+            },
+            summary.clone(),
+        ),
+        Some(HuntEnd::NotReproduced { message }) => ("medium", message.clone()),
+        _ => ("low", "the baselines are not decided yet".to_owned()),
+    };
+    reasons.push(format!(
+        "the baselines' exact Mann-Whitney test, looked at after 8, 16, 32 and 64 boots of \
+         each: {test}"
+    ));
+    for d in state.drift_checks.iter().filter(|d| d.drifted) {
+        reasons.push(format!("host drift: {}", d.summary));
+    }
+    Confidence {
+        level,
+        baseline_separation: separation,
+        probability: None,
+        confirmed: None,
+        decided_verdicts: 0,
+        skipped: 0,
         reasons,
     }
 }

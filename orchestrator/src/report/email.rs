@@ -43,6 +43,14 @@ pub fn email(r: &Report) -> String {
             r.name,
             crate::hunt::short(&c.id)
         ),
+        (None, Some(g)) if r.status == "reproduced" => format!(
+            "Subject: [REGRESSION] {}: {} median x{:.1} from {} to {} (reproduced)",
+            r.name,
+            g.series,
+            g.median_ratio.value,
+            crate::hunt::short(&r.good.id),
+            crate::hunt::short(&r.bad.id)
+        ),
         _ => format!("Subject: [REGRESSION] {}: {}", r.name, r.status),
     };
     let _ = writeln!(out, "{subject}\n");
@@ -149,6 +157,21 @@ pub fn email(r: &Report) -> String {
             }
             let _ = writeln!(out);
         }
+        (None, status) if r.reproduction.is_some() => {
+            let _ = writeln!(
+                out,
+                "{}{}.\n",
+                if status == "reproduced" {
+                    "Reproduced"
+                } else {
+                    "Not reproduced"
+                },
+                r.status_detail
+                    .as_ref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            );
+        }
         (None, status) => {
             let _ = writeln!(
                 out,
@@ -181,6 +204,10 @@ pub fn email(r: &Report) -> String {
             );
         }
         let _ = writeln!(out);
+    }
+    if let Some(rep) = &r.reproduction {
+        reproduction(&mut out, r, rep);
+        return out;
     }
     match &r.command {
         Some(command) => {
@@ -220,4 +247,57 @@ pub fn email(r: &Report) -> String {
     out.lines()
         .map(|l| l.trim_end().to_owned() + "\n")
         .collect()
+}
+
+/// How a reproduction was made, in place of a bisection's: the kernels as they booted, the
+/// workload's text, and the command that makes it again.
+fn reproduction(out: &mut String, r: &Report, rep: &super::model::Reproduction) {
+    let release = |x: &Option<String>| x.clone().unwrap_or_else(|| "(no measured boot)".into());
+    let _ = writeln!(
+        out,
+        "{}, interleaved in a seeded random order,\n\
+         until the baselines' statistics confirmed or refuted the difference; nothing\n\
+         between them was bisected.\n",
+        match &r.command {
+            Some(c) => format!("Both were built once and `{c}` run on each"),
+            None => "Both kernels were booted in a VM by firstbad, each boot verified by its\n\
+                     release"
+                .to_owned(),
+        }
+    );
+    if r.command.is_some() {
+        // A command's "release" is the commit its checkout holds: said once is enough.
+        let _ = writeln!(out, "  good: {} {}", r.good.id, r.good.subject);
+        let _ = writeln!(out, "  bad:  {} {}\n", r.bad.id, r.bad.subject);
+    } else {
+        let _ = writeln!(
+            out,
+            "  good: {} {} (uname -r {})",
+            crate::hunt::short(&r.good.id),
+            r.good.subject,
+            release(&rep.good_release)
+        );
+        let _ = writeln!(
+            out,
+            "  bad:  {} {} (uname -r {})\n",
+            crate::hunt::short(&r.bad.id),
+            r.bad.subject,
+            release(&rep.bad_release)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "To reproduce:\n\n  firstbad reproduce {}\n",
+        r.hunt_file.display()
+    );
+    if let Some(w) = &rep.workload {
+        let _ = writeln!(out, "The workload ({}):\n", r.workload_file.display());
+        for l in w.lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+        let _ = writeln!(out);
+    }
+    for t in &r.trailers {
+        let _ = writeln!(out, "{t}");
+    }
 }

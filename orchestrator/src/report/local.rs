@@ -45,6 +45,9 @@ fn end_lines(out: &mut String, state: &HuntState, commits: &dyn Commits) {
         Some(HuntEnd::NotReproduced { message }) => {
             let _ = writeln!(out, "## Not reproduced\n\n{message}");
         }
+        Some(HuntEnd::Reproduced { summary }) => {
+            let _ = writeln!(out, "## Reproduced\n\n{summary}");
+        }
         None => {
             let _ = writeln!(
                 out,
@@ -141,6 +144,9 @@ pub fn status(cfg: &LocalConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i
         }
         Some(HuntEnd::NotReproduced { message }) => {
             let _ = writeln!(o, "ended: {message}");
+        }
+        Some(HuntEnd::Reproduced { summary }) => {
+            let _ = writeln!(o, "ended: reproduced: {summary}");
         }
         None => {}
     }

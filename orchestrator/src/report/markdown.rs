@@ -158,6 +158,9 @@ pub fn markdown(
         Some(HuntEnd::NotReproduced { message }) => {
             let _ = writeln!(out, "## Regression not reproduced\n\n{message}");
         }
+        Some(HuntEnd::Reproduced { summary }) => {
+            let _ = writeln!(out, "## Regression reproduced\n\n{summary}");
+        }
         None => {
             let _ = writeln!(
                 out,

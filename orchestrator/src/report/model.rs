@@ -31,6 +31,8 @@ pub struct Context<'a> {
     pub classify: &'a crate::config::ClassifyConfig,
     /// A metric command hunt's command (each "boot" is one run of it); `None` for kernels.
     pub command: Option<&'a str>,
+    /// The journal is `firstbad reproduce`'s: two kernels compared, nothing bisected.
+    pub reproduction: bool,
 }
 
 /// A report's data: what every format shows. Serialised, it is the JSON report.
@@ -48,6 +50,9 @@ pub struct Report {
     /// checkout of the commit built once. Absent for kernel hunts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Set for `firstbad reproduce`: the two kernels compared as booted, and the workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<Reproduction>,
     /// The metric commits are judged by.
     pub metric: String,
     /// `lower-is-better` or `higher-is-better`.
@@ -221,6 +226,18 @@ pub struct BootReport {
     pub vmstat: BTreeMap<String, Vec<f64>>,
 }
 
+/// What a reproduction compared: the kernels as they booted, and the workload they ran, for a
+/// maintainer to rerun it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reproduction {
+    /// `uname -r` of the good kernel's measured boots.
+    pub good_release: Option<String>,
+    /// `uname -r` of the bad kernel's measured boots.
+    pub bad_release: Option<String>,
+    /// The workload file's text.
+    pub workload: Option<String>,
+}
+
 /// A test-host setting that differs between good and bad boots.
 #[derive(Debug, Clone, Serialize)]
 pub struct SettingDiff {
@@ -233,6 +250,20 @@ pub struct SettingDiff {
 }
 
 /// A commit's id and subject.
+/// The release `commit`'s measured boots reported.
+fn release_of(state: &HuntState, commit: &str) -> Option<String> {
+    state
+        .boots
+        .get(commit)?
+        .iter()
+        .find_map(|b| match &b.outcome {
+            crate::journal::BootOutcome::Measured { kernel_release, .. } => {
+                Some(kernel_release.clone())
+            }
+            _ => None,
+        })
+}
+
 fn commit_ref(commits: &dyn Commits, id: &str) -> CommitRef {
     CommitRef {
         id: id.to_owned(),
@@ -389,6 +420,7 @@ impl Report {
             Some(HuntEnd::Found { .. }) => ("found", None),
             Some(HuntEnd::OnlySkippedLeft { .. }) => ("only-skipped-left", None),
             Some(HuntEnd::NotReproduced { message }) => ("not-reproduced", Some(message.clone())),
+            Some(HuntEnd::Reproduced { summary }) => ("reproduced", Some(summary.clone())),
             None => ("in-progress", state.in_flight()),
         };
         let first_bad = match &state.end {
@@ -432,6 +464,11 @@ impl Report {
             workload_file: std::fs::canonicalize(ctx.workload_file)
                 .unwrap_or(ctx.workload_file.to_owned()),
             command: ctx.command.map(str::to_owned),
+            reproduction: ctx.reproduction.then(|| Reproduction {
+                good_release: release_of(state, &id.good),
+                bad_release: release_of(state, &id.bad),
+                workload: std::fs::read_to_string(ctx.workload_file).ok(),
+            }),
             metric: ctx.metric.to_owned(),
             direction: match ctx.direction {
                 Direction::LowerIsBetter => "lower-is-better",

@@ -177,6 +177,7 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
             HuntEnd::NotReproduced { message } => {
                 writeln!(o, "ended: regression not reproduced: {message}")
             }
+            HuntEnd::Reproduced { summary } => writeln!(o, "ended: reproduced: {summary}"),
         };
     }
     // The last step begun: which commit, which host, since when.

@@ -220,7 +220,12 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
     vmstat_section(r, &mut o);
     let _ = writeln!(
         o,
-        "<h2 id=\"reproduce\">How to reproduce</h2><pre>firstbad run {}\n# {}</pre>",
+        "<h2 id=\"reproduce\">How to reproduce</h2><pre>firstbad {} {}\n# {}</pre>",
+        if r.reproduction.is_some() {
+            "reproduce"
+        } else {
+            "run"
+        },
         esc(&r.hunt_file.display().to_string()),
         esc(&match &r.command {
             // Each boot of a metric command hunt is one run of its command.
@@ -228,11 +233,31 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             None => format!("workload: {}", r.workload_file.display()),
         })
     );
-    let _ = writeln!(
-        o,
-        "<h2 id=\"bisect-log\">git bisect log</h2><pre>{}</pre>",
-        esc(&r.bisect_log)
-    );
+    match &r.reproduction {
+        // A reproduction bisects nothing: its kernels and workload instead of a bisect log.
+        Some(rep) => {
+            let release =
+                |x: &Option<String>| x.clone().unwrap_or_else(|| "(no measured boot)".into());
+            let _ = writeln!(
+                o,
+                "<h2 id=\"kernels\">Kernels compared</h2><pre>good {} (uname -r {})\nbad  {} (uname -r {})</pre>",
+                esc(&format!("{} {}", crate::hunt::short(&r.good.id), r.good.subject)),
+                esc(&release(&rep.good_release)),
+                esc(&format!("{} {}", crate::hunt::short(&r.bad.id), r.bad.subject)),
+                esc(&release(&rep.bad_release)),
+            );
+            if let Some(w) = &rep.workload {
+                let _ = writeln!(o, "<h2 id=\"workload\">Workload</h2><pre>{}</pre>", esc(w));
+            }
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "<h2 id=\"bisect-log\">git bisect log</h2><pre>{}</pre>",
+                esc(&r.bisect_log)
+            );
+        }
+    }
     let _ = writeln!(o, "</body></html>");
     o
 }
