@@ -836,3 +836,48 @@ fn a_wrong_kernel_is_a_failed_boot() {
         failure.reason
     );
 }
+
+/// `firstbad reproduce` on the demo's two endpoint kernels (built by the bisection above and
+/// cached): real builds, real qemu boots, a report to paste into a bug tracker.
+#[test]
+fn reproduce_confirms_the_demo_regression_between_its_two_kernels() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let out = firstbad()
+        .args(["reproduce", hunt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let good = git(demo_tree(), &["rev-parse", "demo-good"]);
+    let bad = git(demo_tree(), &["rev-parse", "demo-bad"]);
+    for section in [
+        "reproduced: regression confirmed",
+        "fsync_latency_p50_ms",
+        "[..]: 95% percentile-bootstrap intervals",
+        "Confidence: high",
+        // Each kernel as it booted: its commit and the release its boots reported.
+        &format!("good: {} ", &good[..12]),
+        &format!("-fb{}", &good[..12]),
+        &format!("bad:  {} ", &bad[..12]),
+        &format!("-fb{}", &bad[..12]),
+        "The workload (",
+        "kind = \"fsync-latency\"",
+    ] {
+        assert!(stdout.contains(section), "{section:?} in:\n{stdout}");
+    }
+    // Only the endpoints booted, at the baselines' first look or a later one.
+    let events = journal_events(&dir.path().join("state/reproduce"));
+    let booted: std::collections::BTreeSet<String> = events
+        .iter()
+        .filter(|(k, _, _)| k == "boot-finished")
+        .filter_map(|(_, c, _)| c.clone())
+        .collect();
+    assert_eq!(booted.len(), 2, "{booted:?}");
+    let html = std::fs::read_to_string(dir.path().join("state/reproduce/report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("Kernels compared"));
+    assert!(html.contains("Test-host settings that differ"));
+    keep_if_asked(dir);
+}
