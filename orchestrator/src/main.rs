@@ -594,14 +594,7 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         return Ok(exit_code::BAD_INPUT);
     };
     let text = render(&ctx, repo, &id, &state, format);
-    match output {
-        Some(path) => {
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("firstbad: wrote {}", path.display());
-        }
-        None => print!("{text}"),
-    }
-    Ok(exit_code::OK)
+    write_or_print(&text, output)
 }
 
 /// A measured hunt's report in `format` (the bisect log for `None`).
@@ -669,14 +662,7 @@ fn local_report_cmd(
             return Ok(exit_code::BAD_INPUT);
         }
     };
-    match output {
-        Some(path) => {
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("firstbad: wrote {}", path.display());
-        }
-        None => print!("{text}"),
-    }
-    Ok(exit_code::OK)
+    write_or_print(&text, output)
 }
 
 fn open_state(
@@ -750,4 +736,16 @@ fn print_outcome(
             e.exit_code()
         }
     }
+}
+
+/// Writes a report to `output`, or prints it.
+fn write_or_print(text: &str, output: Option<PathBuf>) -> anyhow::Result<u8> {
+    match output {
+        Some(path) => {
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("firstbad: wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(exit_code::OK)
 }

@@ -282,12 +282,7 @@ async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outc
             })
             .collect(),
         build_ahead: build_ahead(cfg),
-        first_parent: Box::new(move |c| {
-            let oid = git2::Oid::from_str(c).ok()?;
-            let commit = history.repo().find_commit(oid).ok()?;
-            let parent = commit.parent_ids().next();
-            parent.map(|p| p.to_string())
-        }),
+        first_parent: HuntRange::first_parents(history),
         kind: HuntKind::Measured,
         stop_at_baselines,
     };

@@ -126,6 +126,17 @@ impl HuntRange {
         })
     }
 
+    /// A commit's first parent read from this range's repository, for the driver's plan
+    /// (which reads no git itself).
+    pub fn first_parents(history: History) -> super::driver::FirstParent {
+        Box::new(move |c| {
+            let oid = git2::Oid::from_str(c).ok()?;
+            let commit = history.repo().find_commit(oid).ok()?;
+            let parent = commit.parent_ids().next();
+            parent.map(|p| p.to_string())
+        })
+    }
+
     /// The range's own fields of a hunt's meaning: the resolved endpoints and the options.
     pub fn meaning(&self) -> BTreeMap<String, String> {
         let info = self.info.clone().unwrap_or_default();

@@ -144,12 +144,7 @@ fn engine(
             .collect(),
         // A build beside a run shares the machine's cores with what is being timed.
         build_ahead: false,
-        first_parent: Box::new(move |c| {
-            let oid = git2::Oid::from_str(c).ok()?;
-            let commit = history.repo().find_commit(oid).ok()?;
-            let parent = commit.parent_ids().next();
-            parent.map(|p| p.to_string())
-        }),
+        first_parent: HuntRange::first_parents(history),
         kind: HuntKind::Measured,
         stop_at_baselines,
     };
