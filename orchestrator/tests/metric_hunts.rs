@@ -379,3 +379,63 @@ fn reproduce_refutes_two_versions_that_measure_alike() {
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("Not reproduced"), "{stdout}");
 }
+
+/// A benchmark on a machine that slows down: each run reads the commit's VALUE and adds what
+/// the machine's state file says for this run number (the count of runs so far, machine-wide).
+fn slowing_machine(dir: &Path, shift: &str) -> PathBuf {
+    let script = dir.join("slowing.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nc={count}\nn=$(cat $c 2>/dev/null || echo 0); n=$((n + 1)); echo $n > $c\n\
+             v=$(cat VALUE)\nawk -v v=$v -v n=$n -v r=$(( n % 7 )) 'BEGIN {{ {shift}; \
+             printf \"{{\\\"ms\\\": %.3f}}\\n\", v + r / 10 + s }}'\n",
+            count = dir.join("runs-so-far").display(),
+        ),
+    )
+    .unwrap();
+    script
+}
+
+#[test]
+fn a_machine_that_slows_down_steadily_is_followed_and_the_culprit_still_found() {
+    // 0.05 ms slower every run: over the ~100 runs of the hunt, half the 30 ms regression.
+    let r = Repo::new(40, 23, &[]);
+    let script = slowing_machine(r.path(), "s = n * 0.05");
+    let hunt = r.hunt("");
+    let text = std::fs::read_to_string(&hunt).unwrap().replace(
+        "command = \"sh bench.sh\"",
+        &format!("command = \"sh {}\"", script.display()),
+    );
+    std::fs::write(&hunt, text).unwrap();
+    let (code, out, err) = run(&hunt);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&r.ids[23][..12]), "{out}");
+    // The re-runs of good saw the machine move.
+    let checks: Vec<String> = r
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::DriftCheck { summary, .. } => Some(summary),
+            _ => None,
+        })
+        .collect();
+    assert!(checks.len() >= 2, "{checks:?}");
+}
+
+#[test]
+fn a_machine_that_steps_half_way_to_bad_stops_the_hunt_for_a_person() {
+    // From the 20th run on (after the baselines), every run is 15 ms slower: the good
+    // endpoint's re-runs show it.
+    let r = Repo::new(40, 23, &[]);
+    let script = slowing_machine(r.path(), "s = (n > 20) ? 15 : 0");
+    let hunt = r.hunt("");
+    let text = std::fs::read_to_string(&hunt).unwrap().replace(
+        "command = \"sh bench.sh\"",
+        &format!("command = \"sh {}\"", script.display()),
+    );
+    std::fs::write(&hunt, text).unwrap();
+    let (code, out, err) = run(&hunt);
+    assert_eq!(code, 5, "{out}{err}");
+    assert!(err.contains("drifted"), "{err}");
+}
