@@ -61,7 +61,10 @@ pub const MODULES_TAR: &str = "modules.tar";
 pub struct Builder {
     repo_path: PathBuf,
     cfg: BuildConfig,
+    /// Names the cached kernels: config, toolchain, make arguments.
     key: String,
+    /// Names the worktree and build directory: the key and the repository.
+    work_key: String,
     work: PathBuf,
     /// The base config enables modules: a cached kernel is complete only with its modules.tar.
     modules: bool,
@@ -80,9 +83,10 @@ impl Builder {
         let toolchain = toolchain_id(&cfg.make_args);
         let repo_path = std::fs::canonicalize(repo_path)
             .map_err(io(format!("repository {}", repo_path.display())))?;
+        // What determines a kernel besides its commit: the config, the toolchain and the make
+        // arguments. Not the repository's path: a clone of the same history (a nightly
+        // series' checkout, a CI's clean clone) reuses the kernels the demo built.
         let mut material = Vec::new();
-        material.extend_from_slice(repo_path.to_string_lossy().as_bytes());
-        material.push(0);
         material.extend_from_slice(&base_config);
         material.push(0);
         material.extend_from_slice(toolchain.as_bytes());
@@ -92,7 +96,14 @@ impl Builder {
         }
         let key =
             git2::Oid::hash_object(git2::ObjectType::Blob, &material)?.to_string()[..16].to_owned();
-        let work = cfg.cache_dir.join("work").join(&key);
+        // The worktree and build directory belong to one repository (a linked worktree of it).
+        let mut work_material = key.clone().into_bytes();
+        work_material.push(0);
+        work_material.extend_from_slice(repo_path.to_string_lossy().as_bytes());
+        let work_key = git2::Oid::hash_object(git2::ObjectType::Blob, &work_material)?.to_string()
+            [..16]
+            .to_owned();
+        let work = cfg.cache_dir.join("work").join(&work_key);
         std::fs::create_dir_all(&work).map_err(io(format!("creating {}", work.display())))?;
         let lock_path = work.join("lock");
         let lock = std::fs::OpenOptions::new()
@@ -106,6 +117,7 @@ impl Builder {
             repo_path,
             cfg: cfg.clone(),
             key,
+            work_key,
             work,
             modules: config_has_modules(&String::from_utf8_lossy(&base_config)),
             _lock: lock,
@@ -154,6 +166,19 @@ impl Builder {
         std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
         let out = self.artifact_dir(commit);
         std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
+        // Builders of two repositories with one history share the kernel: one builds it, the
+        // other waits and takes it.
+        let lock_path = out.join("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(format!("opening {}", lock_path.display())))?;
+        flock_exclusive(&lock, &lock_path)?;
+        if let Some(hit) = self.cached(commit) {
+            return Ok(hit);
+        }
         let log_path = self.log_path(commit);
         let mut log = std::fs::File::create(&log_path)
             .map_err(io(format!("creating {}", log_path.display())))?;
@@ -291,7 +316,7 @@ impl Builder {
     /// that differ are rewritten, so make rebuilds only what changed.
     fn checkout(&self, commit: &str) -> Result<PathBuf, BuildError> {
         let src = self.work.join("src");
-        let name = format!("firstbad-{}", self.key);
+        let name = format!("firstbad-{}", self.work_key);
         checkout_detached(&self.repo_path, &src, &name, commit)?;
         Ok(src)
     }
@@ -663,6 +688,41 @@ mod tests {
         assert!(config_has_modules("CONFIG_64BIT=y\nCONFIG_MODULES=y\n"));
         assert!(!config_has_modules("# CONFIG_MODULES is not set\n"));
         assert!(!config_has_modules("CONFIG_MODULES_TREE_LOOKUP=y\n"));
+    }
+
+    // Issue 21, item 4: kernels were keyed by the repository's path, so a clone of the same
+    // history (a series' checkout, CI's clean clone) rebuilt every kernel the demo had built.
+    #[test]
+    fn two_clones_of_one_history_share_the_kernel_key_and_not_the_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("kernel.config");
+        std::fs::write(&config, "CONFIG_64BIT=y\n").unwrap();
+        let cfg = BuildConfig {
+            kernel_config: config,
+            cache_dir: dir.path().join("cache"),
+            jobs: 1,
+            ccache: Ccache::Off,
+            make_args: Vec::new(),
+            timeout_s: 60,
+        };
+        let mut keys = Vec::new();
+        for name in ["a", "b"] {
+            let repo = dir.path().join(name);
+            git2::Repository::init(&repo).unwrap();
+            let b = Builder::new(&repo, &cfg).unwrap();
+            keys.push((b.key.clone(), b.work_key.clone()));
+        }
+        assert_eq!(keys[0].0, keys[1].0, "the kernel key");
+        assert_ne!(
+            keys[0].1, keys[1].1,
+            "each repository's worktree is its own"
+        );
+        let other = BuildConfig {
+            make_args: vec!["LLVM=1".into()],
+            ..cfg
+        };
+        let b = Builder::new(&dir.path().join("a"), &other).unwrap();
+        assert_ne!(b.key, keys[0].0, "make arguments make another kernel");
     }
 
     #[test]
