@@ -580,7 +580,7 @@ fn a_hunt_name_of_dots_is_refused() {
 #[test]
 fn every_example_hunt_file_in_configs_loads() {
     let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
-    for name in ["demo.toml", "command.toml", "metric.toml"] {
+    for name in ["demo.toml", "command.toml", "metric.toml", "prebuilt.toml"] {
         let p = configs.join(name);
         match HuntFile::load(&p) {
             Ok(HuntFile::Local(c)) if name == "metric.toml" => {

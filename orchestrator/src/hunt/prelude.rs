@@ -13,8 +13,8 @@ pub use super::state_dir::lock_state_dir;
 
 /// A hunt's range, loaded from the hunt file's revisions and range options.
 pub struct HuntRange {
-    /// The repository.
-    pub history: History,
+    /// The repository; `None` in a prebuilt hunt, whose candidates are no commits.
+    pub history: Option<History>,
     /// The candidates.
     pub dag: Dag,
     /// The bad commit.
@@ -78,12 +78,29 @@ impl HuntRange {
                 },
             );
         Ok(HuntRange {
-            history,
+            history: Some(history),
             dag: range.dag,
             bad: range.bad.id.clone(),
             goods,
             info,
         })
+    }
+
+    /// A range that is not a git history: `dag` (node 0 the bad candidate) with its good
+    /// candidate outside it, as a prebuilt hunt's list of kernels makes it.
+    pub fn without_git(dag: Dag, good: String, bad: String) -> HuntRange {
+        HuntRange {
+            history: None,
+            dag,
+            bad,
+            goods: vec![good],
+            info: None,
+        }
+    }
+
+    /// The candidates' ids, in the DAG's order (bad first).
+    pub fn dag_ids(&self) -> Vec<&str> {
+        (0..self.dag.len()).map(|i| self.dag.id(i)).collect()
     }
 
     /// The range's own fields of a hunt's meaning: the resolved endpoints and the options.
@@ -255,8 +272,15 @@ pub fn open_hunt(
     }
     record(&journal, &mut state, Event::RunStarted { tuning })?;
     if let Some(file) = replay {
+        let Some(history) = &range.history else {
+            return Err(HuntError::BadInput(format!(
+                "--replay {}: this hunt's candidates are prebuilt kernels, not git revisions: a \
+                 git bisect log does not apply to them",
+                file.display()
+            )));
+        };
         apply_replay(
-            &range.history,
+            history,
             &range.dag,
             &range.bad,
             &range.goods,

@@ -7,15 +7,50 @@ use crate::stats::median;
 use std::fmt::Write;
 
 pub(crate) fn subject(commits: &dyn Commits, id: &str) -> String {
-    commits
-        .info(id)
-        .map(|c| c.subject)
-        .unwrap_or_else(|| "(unknown commit)".into())
+    commits.info(id).map(|c| c.subject).unwrap_or_else(|| {
+        if crate::hunt::is_commit_id(id) {
+            "(unknown commit)".into()
+        } else {
+            // A prebuilt kernel: its id (package and version) is its whole name.
+            "(prebuilt kernel)".into()
+        }
+    })
 }
 
-/// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer.
+/// Whether the hunt's candidates are prebuilt kernels (`[build] kind = "prebuilt"`), from
+/// its journal's identity.
+pub fn is_prebuilt(id: &HuntIdentity) -> bool {
+    id.meaning.contains_key("build.kernels")
+}
+
+/// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer. A
+/// prebuilt hunt bisected no git revisions: its log says so, and lists its verdicts as
+/// comments.
 pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -> String {
     let mut out = String::new();
+    if is_prebuilt(id) {
+        let _ = writeln!(
+            out,
+            "# No git bisect log: this hunt's candidates are prebuilt kernels, not git \
+             revisions.\n# Its verdicts, in order (bad {}, good {}):",
+            id.bad, id.good
+        );
+        for (commit, verdict, _) in &state.verdicts {
+            let _ = writeln!(out, "# {}: {commit}", verdict.as_str());
+        }
+        match &state.end {
+            Some(HuntEnd::Found { commit }) => {
+                let _ = writeln!(out, "# first bad kernel: {commit}");
+            }
+            Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
+                for commit in c {
+                    let _ = writeln!(out, "# possible first bad kernel: {commit}");
+                }
+            }
+            _ => {}
+        }
+        return out;
+    }
     let Some(range) = &state.range else {
         let _ = writeln!(out, "git bisect start '{}' '{}'", id.bad, id.good);
         let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
