@@ -269,3 +269,50 @@ pub fn markdown(
     let _ = writeln!(out, "```");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Event;
+
+    struct NoCommits;
+    impl Commits for NoCommits {
+        fn info(&self, _: &str) -> Option<crate::history::CommitInfo> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_prebuilt_hunt_has_no_git_bisect_log_and_says_so() {
+        let (good, mid, bad) = (
+            "linux-image-6.1.0-47-cloud-amd64=6.1.170-3",
+            "linux-image-6.1.0-53-cloud-amd64=6.1.182-1",
+            "linux-image-6.1.0-57-cloud-amd64=6.1.192-3",
+        );
+        let id = HuntIdentity {
+            good: good.into(),
+            bad: bad.into(),
+            fingerprint: String::new(),
+            meaning: [("build.kernels".to_owned(), format!("{bad}, {mid}"))].into(),
+        };
+        let mut state = HuntState::default();
+        state.apply(&Event::Verdict {
+            commit: mid.into(),
+            verdict: Verdict::Good,
+            reason: String::new(),
+        });
+        state.apply(&Event::Finished {
+            end: HuntEnd::Found { commit: bad.into() },
+        });
+        let log = bisect_log(&id, &state, &NoCommits);
+        assert!(log.starts_with("# No git bisect log"), "{log}");
+        assert!(!log.contains("git bisect start"), "{log}");
+        assert!(
+            log.contains(&format!("# good: {mid}\n# first bad kernel: {bad}")),
+            "{log}"
+        );
+        let md = markdown("p", "m", &id, &state, &NoCommits);
+        // The full names, not their first 12 characters.
+        assert!(md.contains(&format!("`{mid}` | (prebuilt kernel)")), "{md}");
+    }
+}
