@@ -35,6 +35,9 @@ pub enum BuildError {
     /// ccache was required but is not installed.
     #[error("build.ccache = \"on\" but ccache is not on PATH: install it (apt install ccache) or set \"auto\"")]
     NoCcache,
+    /// A prebuilt kernel could not be resolved or fetched ([`crate::prebuilt`]).
+    #[error("prebuilt kernels: {0}")]
+    Prebuilt(String),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BuildError {

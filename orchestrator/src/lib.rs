@@ -17,6 +17,7 @@ pub mod journal;
 pub mod local;
 pub mod metric;
 pub mod posterior;
+pub mod prebuilt;
 pub mod replay;
 pub mod report;
 pub mod search;

@@ -30,21 +30,21 @@ pub struct HuntConfig {
     pub source: PathBuf,
     /// Short name of the hunt (used for the default state directory).
     pub name: String,
-    /// The kernel git repository.
+    /// The kernel git repository (empty in a prebuilt hunt, which has none).
     pub repo: PathBuf,
     /// The known-good revisions (at least one), any syntax git accepts; the first is measured
-    /// as the good baseline.
+    /// as the good baseline. Empty in a prebuilt hunt: [`PrebuiltConfig::good`] says.
     pub goods: Vec<String>,
     /// Only commits changing these paths are tested (`git bisect start -- <paths>`).
     pub paths: Vec<String>,
     /// Follow only first parents (`git bisect start --first-parent`).
     pub first_parent: bool,
-    /// The known-bad revision.
+    /// The known-bad revision (empty in a prebuilt hunt: [`PrebuiltConfig::bad`] says).
     pub bad: String,
     /// Where the journal, build logs and console logs of this hunt live.
     pub state_dir: PathBuf,
-    /// How candidates are built.
-    pub build: BuildConfig,
+    /// How candidates are built, or which prebuilt kernels are the candidates.
+    pub build: Build,
     /// The test hosts (at least one).
     pub hosts: Vec<HostConfig>,
     /// The workload and the metric it is judged by.
@@ -171,6 +171,64 @@ pub struct ReportConfig {
     pub bisected_by: Option<String>,
     /// `Reported-by:` trailer of the e-mail report.
     pub reported_by: Option<String>,
+}
+
+/// Where a kernel hunt's kernels come from: `[build] kind`.
+#[derive(Debug, Clone)]
+pub enum Build {
+    /// `kind = "source"` (the default): each candidate commit of `hunt.repo` is built.
+    Source(BuildConfig),
+    /// `kind = "prebuilt"`: the candidates are a list of kernels already built.
+    Prebuilt(PrebuiltConfig),
+}
+
+/// `[build] kind = "prebuilt"`: an ordered list of kernels, oldest first, as a linear
+/// history (see [`crate::prebuilt`]).
+#[derive(Debug, Clone)]
+pub struct PrebuiltConfig {
+    /// The kernels, oldest first (at least two).
+    pub kernels: Vec<PrebuiltKernel>,
+    /// `hunt.good` as written, naming an entry of the list; `None`: the first.
+    pub good: Option<String>,
+    /// `hunt.bad` as written, naming an entry of the list; `None`: the last.
+    pub bad: Option<String>,
+    /// Where downloaded packages and unpacked kernels are cached (`<build cache>/prebuilt`).
+    pub cache_dir: PathBuf,
+}
+
+/// One entry of `build.kernels`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrebuiltKernel {
+    /// The entry as written in the hunt file (what `hunt.good`/`hunt.bad` may name).
+    pub entry: String,
+    /// Where the kernel is.
+    pub source: KernelSource,
+}
+
+/// Where a prebuilt kernel comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelSource {
+    /// A Debian package fetched with `apt-get download` (`name` or `name=version`).
+    Package {
+        /// The package name, e.g. `linux-image-6.1.0-47-cloud-amd64`.
+        name: String,
+        /// A version apt knows; `None`: apt's candidate version, resolved at the run's start.
+        version: Option<String>,
+    },
+    /// A `.deb` file.
+    Deb(PathBuf),
+    /// A directory holding a `bzImage` (or `vmlinuz*`) and `lib/modules/<release>/`.
+    Dir(PathBuf),
+}
+
+impl Build {
+    /// The prebuilt list, in a prebuilt hunt.
+    pub fn prebuilt(&self) -> Option<&PrebuiltConfig> {
+        match self {
+            Build::Prebuilt(p) => Some(p),
+            Build::Source(_) => None,
+        }
+    }
 }
 
 /// How candidate kernels are built.

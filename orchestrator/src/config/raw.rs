@@ -65,9 +65,10 @@ pub(super) struct RawReport {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHuntSection {
     pub(super) name: String,
-    pub(super) repo: String,
-    pub(super) good: OneOrMany,
-    pub(super) bad: String,
+    // Required unless `[build] kind = "prebuilt"`: checked in validation.
+    pub(super) repo: Option<String>,
+    pub(super) good: Option<OneOrMany>,
+    pub(super) bad: Option<String>,
     pub(super) state_dir: Option<String>,
     #[serde(default)]
     pub(super) paths: Vec<String>,
@@ -86,18 +87,15 @@ pub(super) enum OneOrMany {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBuild {
-    pub(super) config: String,
+    /// `"source"` (the default: build each commit) or `"prebuilt"` (boot `kernels`).
+    pub(super) kind: Option<String>,
+    pub(super) kernels: Option<Vec<String>>,
+    pub(super) config: Option<String>,
     pub(super) cache_dir: Option<String>,
     pub(super) jobs: Option<i64>,
-    #[serde(default = "default_ccache")]
-    pub(super) ccache: String,
-    #[serde(default)]
-    pub(super) make_args: Vec<String>,
+    pub(super) ccache: Option<String>,
+    pub(super) make_args: Option<Vec<String>>,
     pub(super) timeout_s: Option<i64>,
-}
-
-pub(super) fn default_ccache() -> String {
-    "auto".into()
 }
 
 #[derive(Debug, Deserialize)]

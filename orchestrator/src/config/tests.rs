@@ -580,7 +580,7 @@ fn a_hunt_name_of_dots_is_refused() {
 #[test]
 fn every_example_hunt_file_in_configs_loads() {
     let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
-    for name in ["demo.toml", "command.toml", "metric.toml"] {
+    for name in ["demo.toml", "command.toml", "metric.toml", "prebuilt.toml"] {
         let p = configs.join(name);
         match HuntFile::load(&p) {
             Ok(HuntFile::Local(c)) if name == "metric.toml" => {
@@ -595,4 +595,95 @@ fn every_example_hunt_file_in_configs_loads() {
             Err(e) => panic!("{name}: {e}"),
         }
     }
+}
+
+/// A prebuilt hunt file with `hunt` lines, `build` lines and `hosts` lines.
+fn prebuilt_fixture(dir: &Path, hunt: &str, build: &str, host: &str) -> PathBuf {
+    write(
+        dir,
+        "fsync.toml",
+        "kind = \"fsync-latency\"\nwriters = 1\nwriter_bytes = 1048576\nwriter_block_bytes = 65536\nappend_bytes = 4096\nfsyncs = 10\ninterval_ms = 0\n",
+    );
+    write(
+        dir,
+        "hunt.toml",
+        &format!(
+            "[hunt]\nname = \"p\"\n{hunt}\n[build]\nkind = \"prebuilt\"\n{build}\n\n[[hosts]]\n{host}\n[workload]\nfile = \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n"
+        ),
+    )
+}
+
+const TWO: &str = "kernels = [\"linux-image-6.1.0-47-cloud-amd64\", \"linux-image-6.1.0-57-cloud-amd64=6.1.192-3\"]";
+
+#[test]
+fn a_prebuilt_list_needs_no_repository_and_keeps_its_order() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("k/lib/modules")).unwrap();
+    let build = "kernels = [\"linux-image-6.1.0-47-cloud-amd64\", \"./k\", \"linux-image-6.12.117+deb12-cloud-amd64=6.12.117-1~deb12u1\"]";
+    let p = prebuilt_fixture(dir.path(), "", build, "kind = \"qemu\"");
+    let c = HuntConfig::load(&p).unwrap();
+    let Build::Prebuilt(b) = &c.build else {
+        panic!("not a prebuilt hunt")
+    };
+    let sources: Vec<&KernelSource> = b.kernels.iter().map(|k| &k.source).collect();
+    assert!(
+        matches!(sources[0], KernelSource::Package { name, version: None } if name == "linux-image-6.1.0-47-cloud-amd64")
+    );
+    assert!(matches!(sources[1], KernelSource::Dir(d) if d.ends_with("k")));
+    assert!(
+        matches!(sources[2], KernelSource::Package { version: Some(v), .. } if v == "6.12.117-1~deb12u1")
+    );
+    assert_eq!((b.good.as_deref(), b.bad.as_deref()), (None, None));
+}
+
+#[test]
+fn prebuilt_mistakes_name_the_field_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let qemu = "kind = \"qemu\"";
+    let cases = [
+        ("repo = \"linux\"", TWO, qemu, "hunt.repo: is for hunts over git commits"),
+        ("good = \"linux-image-9\"", TWO, qemu, "hunt.good: \"linux-image-9\" is not an entry of build.kernels"),
+        (
+            "good = \"linux-image-6.1.0-57-cloud-amd64=6.1.192-3\"\nbad = \"linux-image-6.1.0-47-cloud-amd64\"",
+            TWO,
+            qemu,
+            "hunt.bad: is not after hunt.good",
+        ),
+        ("", "kernels = [\"linux-image-6.1.0-47-cloud-amd64\"]", qemu, "build.kernels: needs at least two kernels"),
+        ("", &format!("{TWO}\nconfig = \"x.config\""), qemu, "build.config: is for kind = \"source\""),
+        ("", "kernels = [\"Linux Image\", \"b\"]", qemu, "build.kernels[0]: \"Linux Image\" is not a Debian package name"),
+        ("", "kernels = [\"./nope.deb\", \"b1\"]", qemu, "is neither a directory"),
+        (
+            "",
+            TWO,
+            "kind = \"ssh\"\naddress = \"root@lab1\"",
+            "hosts[0].kind: prebuilt kernels on ssh hosts: not yet; use kind = \"qemu\"",
+        ),
+    ];
+    for (hunt, build, host, want) in cases {
+        let p = prebuilt_fixture(dir.path(), hunt, build, host);
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+}
+
+#[test]
+fn a_git_hunt_without_a_repository_points_at_prebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "kernel.config", "CONFIG_64BIT=y\n");
+    let p = prebuilt_fixture(
+        dir.path(),
+        "good = \"v1\"\nbad = \"v2\"",
+        "",
+        "kind = \"qemu\"",
+    );
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("kind = \"prebuilt\"", "config = \"kernel.config\"");
+    std::fs::write(&p, text).unwrap();
+    let e = HuntConfig::load(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("hunt.repo: missing") && e.contains("prebuilt"),
+        "{e}"
+    );
 }

@@ -32,7 +32,12 @@ pub(super) fn hunt_file(path: &Path, text: &str) -> Result<HuntFile, ConfigError
         ));
     }
 
-    let range = range(&v, raw.hunt)?;
+    let prebuilt = raw.test.is_none()
+        && raw
+            .build
+            .as_ref()
+            .is_some_and(|b| b.kind.as_deref() == Some("prebuilt"));
+    let range = range(&v, raw.hunt, prebuilt)?;
     let report = report(&v, raw.report)?;
     if let Some(test) = raw.test {
         // A command hunt has no kernel to build or boot: a kernel table beside [test] is a
@@ -72,8 +77,21 @@ pub(super) fn hunt_file(path: &Path, text: &str) -> Result<HuntFile, ConfigError
     };
     let raw_build = raw.build.ok_or_else(|| missing("build"))?;
     let raw_workload = raw.workload.ok_or_else(|| missing("workload"))?;
-    let build = build(&v, raw_build)?;
+    let build = build(&v, raw_build, &range)?;
     let hosts = hosts(&v, raw.hosts)?;
+    if build.prebuilt().is_some() {
+        // Installing a distribution package on a lab machine needs its own initramfs and
+        // boot loader entry: not done yet (issue 22).
+        if let Some(i) = hosts
+            .iter()
+            .position(|h| matches!(h.kind, HostKind::Ssh(_)))
+        {
+            return Err(v.field(
+                &format!("hosts[{i}].kind"),
+                "prebuilt kernels on ssh hosts: not yet; use kind = \"qemu\"",
+            ));
+        }
+    }
     let workload = workload(&v, raw_workload)?;
     let classify = classify(&v, raw.classify.unwrap_or_default())?;
     Ok(HuntFile::Kernel(Box::new(HuntConfig {
@@ -102,9 +120,11 @@ struct Range {
     paths: Vec<String>,
     first_parent: bool,
     state_dir: PathBuf,
+    /// A prebuilt hunt's `hunt.good` and `hunt.bad`, as written (entries of build.kernels).
+    prebuilt_ends: (Option<String>, Option<String>),
 }
 
-fn range(v: &Validator, hunt: RawHuntSection) -> Result<Range, ConfigError> {
+fn range(v: &Validator, hunt: RawHuntSection, prebuilt: bool) -> Result<Range, ConfigError> {
     let name = hunt.name.trim().to_owned();
     // "." and ".." would put the default state directory beside or above the others.
     if name.is_empty()
@@ -121,11 +141,41 @@ fn range(v: &Validator, hunt: RawHuntSection) -> Result<Range, ConfigError> {
             ),
         ));
     }
-    let repo = v.path("hunt.repo", &hunt.repo)?;
-    let goods = match hunt.good {
+    let state_dir = match &hunt.state_dir {
+        Some(s) => v.path("hunt.state_dir", s)?,
+        None => v.base.join("firstbad-state").join(&name),
+    };
+    // Issue 19, finding 7: a state_dir that is a file failed later, naming neither.
+    v.directory("hunt.state_dir", &state_dir, hunt.state_dir.is_none())?;
+    if prebuilt {
+        return prebuilt_range(v, hunt, name, state_dir);
+    }
+    let git_field = |field: &str, example: &str| {
+        v.field(
+            field,
+            format!(
+                "missing: give {example}, or set [build] kind = \"prebuilt\" to hunt over \
+                 a list of prebuilt kernels"
+            ),
+        )
+    };
+    let raw_repo = hunt.repo.ok_or_else(|| {
+        git_field(
+            "hunt.repo",
+            "the kernel git repository, e.g. \"~/src/linux\"",
+        )
+    })?;
+    let repo = v.path("hunt.repo", &raw_repo)?;
+    let goods = match hunt
+        .good
+        .ok_or_else(|| git_field("hunt.good", "a good revision, e.g. \"v6.1\""))?
+    {
         OneOrMany::One(g) => vec![g],
         OneOrMany::Many(gs) => gs,
     };
+    let bad = hunt
+        .bad
+        .ok_or_else(|| git_field("hunt.bad", "a bad revision, e.g. \"v6.2-rc1\""))?;
     if goods.is_empty() {
         return Err(v.field(
             "hunt.good",
@@ -137,7 +187,7 @@ fn range(v: &Validator, hunt: RawHuntSection) -> Result<Range, ConfigError> {
         .enumerate()
         .map(|(i, g)| (format!("hunt.good[{i}]"), g))
         .collect();
-    revs.push(("hunt.bad".into(), &hunt.bad));
+    revs.push(("hunt.bad".into(), &bad));
     for (field, rev) in revs {
         if rev.trim().is_empty() {
             return Err(v.field(&field, "is empty: give a revision (commit, tag, branch)"));
@@ -157,20 +207,59 @@ fn range(v: &Validator, hunt: RawHuntSection) -> Result<Range, ConfigError> {
             return Err(v.field(&format!("hunt.paths[{i}]"), format!("{} {why}", snippet(p))));
         }
     }
-    let state_dir = match &hunt.state_dir {
-        Some(s) => v.path("hunt.state_dir", s)?,
-        None => v.base.join("firstbad-state").join(&name),
-    };
-    // Issue 19, finding 7: a state_dir that is a file failed later, naming neither.
-    v.directory("hunt.state_dir", &state_dir, hunt.state_dir.is_none())?;
     Ok(Range {
         name,
         repo,
         goods,
-        bad: hunt.bad,
+        bad,
         paths: hunt.paths,
         first_parent: hunt.first_parent,
         state_dir,
+        prebuilt_ends: (None, None),
+    })
+}
+
+/// `[hunt]` of a prebuilt hunt: no repository; good and bad, when given, name entries of
+/// `build.kernels` (checked with the list).
+fn prebuilt_range(
+    v: &Validator,
+    hunt: RawHuntSection,
+    name: String,
+    state_dir: PathBuf,
+) -> Result<Range, ConfigError> {
+    let git_only = [
+        ("hunt.repo", hunt.repo.is_some()),
+        ("hunt.paths", !hunt.paths.is_empty()),
+        ("hunt.first_parent", hunt.first_parent),
+    ];
+    if let Some((field, _)) = git_only.iter().find(|(_, set)| *set) {
+        return Err(v.field(
+            field,
+            "is for hunts over git commits: a prebuilt hunt's candidates are the kernels of \
+             build.kernels, in their order; remove it",
+        ));
+    }
+    let good = match hunt.good {
+        None => None,
+        Some(OneOrMany::One(g)) => Some(g),
+        Some(OneOrMany::Many(gs)) if gs.len() == 1 => gs.into_iter().next(),
+        Some(OneOrMany::Many(_)) => {
+            return Err(v.field(
+                "hunt.good",
+                "a prebuilt hunt's kernels are one line: give one good kernel (an entry of \
+                 build.kernels), or none for the first",
+            ))
+        }
+    };
+    Ok(Range {
+        name,
+        repo: PathBuf::new(),
+        goods: Vec::new(),
+        bad: String::new(),
+        paths: Vec::new(),
+        first_parent: false,
+        state_dir,
+        prebuilt_ends: (good, hunt.bad),
     })
 }
 
@@ -337,8 +426,174 @@ fn measure(
 /// `classify.drift_check_every` of a metric command hunt that does not set it.
 pub const METRIC_DRIFT_CHECK_EVERY: u32 = 2;
 
-fn build(v: &Validator, raw: RawBuild) -> Result<BuildConfig, ConfigError> {
-    let kernel_config = v.path("build.config", &raw.config)?;
+fn build(v: &Validator, raw: RawBuild, range: &Range) -> Result<Build, ConfigError> {
+    let cache_dir = match &raw.cache_dir {
+        Some(s) => v.path("build.cache_dir", s)?,
+        None => default_cache_dir().join("builds"),
+    };
+    v.directory("build.cache_dir", &cache_dir, raw.cache_dir.is_none())?;
+    match raw.kind.as_deref() {
+        None | Some("source") => source_build(v, raw, cache_dir).map(Build::Source),
+        Some("prebuilt") => prebuilt_build(v, raw, range, cache_dir).map(Build::Prebuilt),
+        Some(other) => Err(v.field(
+            "build.kind",
+            format!(
+                "{} is not one of \"source\" (build each commit), \"prebuilt\" (boot the \
+                 kernels of build.kernels)",
+                snippet(other)
+            ),
+        )),
+    }
+}
+
+/// `[build] kind = "prebuilt"`: the list of kernels, each a package, a .deb or a directory.
+fn prebuilt_build(
+    v: &Validator,
+    raw: RawBuild,
+    range: &Range,
+    cache_dir: PathBuf,
+) -> Result<PrebuiltConfig, ConfigError> {
+    let source_only = [
+        ("build.config", raw.config.is_some()),
+        ("build.jobs", raw.jobs.is_some()),
+        ("build.ccache", raw.ccache.is_some()),
+        ("build.make_args", raw.make_args.is_some()),
+        ("build.timeout_s", raw.timeout_s.is_some()),
+    ];
+    if let Some((field, _)) = source_only.iter().find(|(_, set)| *set) {
+        return Err(v.field(
+            field,
+            "is for kind = \"source\" builds: prebuilt kernels are not built; remove it",
+        ));
+    }
+    let entries = raw.kernels.unwrap_or_default();
+    if entries.len() < 2 {
+        return Err(v.field(
+            "build.kernels",
+            "needs at least two kernels, oldest first: a good one and a bad one, e.g. \
+             [\"linux-image-6.1.0-47-cloud-amd64\", \"linux-image-6.1.0-57-cloud-amd64\"]",
+        ));
+    }
+    let mut kernels = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let field = format!("build.kernels[{i}]");
+        let source = prebuilt_entry(v, &field, e)?;
+        if kernels.iter().any(|k: &PrebuiltKernel| k.entry == *e) {
+            return Err(v.field(&field, format!("{} is listed twice", snippet(e))));
+        }
+        kernels.push(PrebuiltKernel {
+            entry: e.clone(),
+            source,
+        });
+    }
+    let (good, bad) = range.prebuilt_ends.clone();
+    for (field, end) in [("hunt.good", &good), ("hunt.bad", &bad)] {
+        if let Some(end) = end {
+            if !kernels.iter().any(|k| k.entry == *end) {
+                return Err(v.field(
+                    field,
+                    format!(
+                        "{} is not an entry of build.kernels: name one as written there, or \
+                         remove {field} (good: the first kernel, bad: the last)",
+                        snippet(end)
+                    ),
+                ));
+            }
+        }
+    }
+    let at = |end: &Option<String>, default: usize| {
+        end.as_ref()
+            .and_then(|e| kernels.iter().position(|k| k.entry == *e))
+            .unwrap_or(default)
+    };
+    if at(&good, 0) >= at(&bad, kernels.len() - 1) {
+        return Err(v.field(
+            "hunt.bad",
+            "is not after hunt.good in build.kernels: the list is oldest first, and the bad \
+             kernel must come after the good one",
+        ));
+    }
+    Ok(PrebuiltConfig {
+        kernels,
+        good,
+        bad,
+        cache_dir: cache_dir.join("prebuilt"),
+    })
+}
+
+/// One entry of build.kernels: a path (with a `/`, or ending in `.deb`) or a package name
+/// with an optional `=version`.
+fn prebuilt_entry(v: &Validator, field: &str, e: &str) -> Result<KernelSource, ConfigError> {
+    if e.contains('/') || e.ends_with(".deb") || e.starts_with('~') {
+        let p = v.path(field, e)?;
+        return if p.is_dir() {
+            Ok(KernelSource::Dir(p))
+        } else if p.is_file() && e.ends_with(".deb") {
+            Ok(KernelSource::Deb(p))
+        } else {
+            Err(v.field(
+                field,
+                format!(
+                    "{} is neither a directory (with a bzImage and lib/modules/<release>) nor \
+                     a .deb file",
+                    snippet(&p.display().to_string())
+                ),
+            ))
+        };
+    }
+    let (name, version) = match e.split_once('=') {
+        Some((n, ver)) => (n, Some(ver)),
+        None => (e, None),
+    };
+    // Debian policy 5.6.1 and 5.6.12: what a package name and a version may hold.
+    let name_ok = name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+    let version_ok = version.is_none_or(|ver| {
+        !ver.is_empty()
+            && ver.starts_with(|c: char| c.is_ascii_digit())
+            && ver
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".+~:-".contains(c))
+    });
+    if !name_ok || !version_ok {
+        return Err(v.field(
+            field,
+            format!(
+                "{} is not a Debian package name with an optional =version (e.g. \
+                 \"linux-image-6.1.0-47-cloud-amd64=6.1.170-3\"), a .deb file or a directory",
+                snippet(e)
+            ),
+        ));
+    }
+    Ok(KernelSource::Package {
+        name: name.to_owned(),
+        version: version.map(str::to_owned),
+    })
+}
+
+fn source_build(
+    v: &Validator,
+    raw: RawBuild,
+    cache_dir: PathBuf,
+) -> Result<BuildConfig, ConfigError> {
+    if raw.kernels.is_some() {
+        return Err(v.field(
+            "build.kernels",
+            "is for kind = \"prebuilt\": set [build] kind = \"prebuilt\" to boot these \
+             kernels, or remove it to build each commit",
+        ));
+    }
+    let raw_config = raw.config.ok_or_else(|| {
+        v.field(
+            "build.config",
+            "missing: point it at a kernel .config (configs/kernel/ has one), or set kind = \
+             \"prebuilt\" to boot kernels already built",
+        )
+    })?;
+    let kernel_config = v.path("build.config", &raw_config)?;
     if !kernel_config.is_file() {
         return Err(v.field(
             "build.config",
@@ -348,12 +603,7 @@ fn build(v: &Validator, raw: RawBuild) -> Result<BuildConfig, ConfigError> {
             ),
         ));
     }
-    let cache_dir = match &raw.cache_dir {
-        Some(s) => v.path("build.cache_dir", s)?,
-        None => default_cache_dir().join("builds"),
-    };
-    v.directory("build.cache_dir", &cache_dir, raw.cache_dir.is_none())?;
-    let ccache = match raw.ccache.as_str() {
+    let ccache = match raw.ccache.as_deref().unwrap_or("auto") {
         "auto" => Ccache::Auto,
         "on" | "true" => Ccache::On,
         "off" | "false" => Ccache::Off,
@@ -371,7 +621,7 @@ fn build(v: &Validator, raw: RawBuild) -> Result<BuildConfig, ConfigError> {
         cache_dir,
         jobs: v.int(&bounds::BUILD_JOBS, None, jobs)?,
         ccache,
-        make_args: raw.make_args,
+        make_args: raw.make_args.unwrap_or_default(),
         // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
         timeout_s: v.int(&bounds::BUILD_TIMEOUT_S, None, raw.timeout_s)?,
     })

@@ -35,6 +35,23 @@ impl super::Builder for KernelBuilder {
     }
 }
 
+/// The builder of a kernel hunt: from source, or a prebuilt hunt's fetch-and-unpack.
+pub enum Kernels {
+    /// `[build] kind = "source"`.
+    Source(KernelBuilder),
+    /// `[build] kind = "prebuilt"`.
+    Prebuilt(Arc<crate::prebuilt::PrebuiltBuilder>),
+}
+
+impl super::Builder for Kernels {
+    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>> {
+        match self {
+            Kernels::Source(b) => b.build(commit),
+            Kernels::Prebuilt(b) => b.build(commit),
+        }
+    }
+}
+
 /// Sets the running step's status line (the span's message on a terminal).
 pub fn status(message: &str) {
     use tracing_indicatif::span_ext::IndicatifSpanExt;

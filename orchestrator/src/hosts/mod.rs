@@ -6,6 +6,7 @@
 //! kinds: [`qemu`] (a local VM) and [`ssh`] (a lab machine).
 
 pub mod cpio;
+pub mod modules;
 pub mod qemu;
 pub mod ssh;
 pub mod ssh_conn;

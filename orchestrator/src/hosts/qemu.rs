@@ -39,6 +39,9 @@ pub struct QemuHost {
     agent_binary: PathBuf,
     work: PathBuf,
     base_initramfs: Option<Vec<u8>>,
+    /// The last kernel's modules archive ([`modules_archive`]), by image: a hunt boots one
+    /// kernel many times in a row.
+    modules: Option<(PathBuf, Vec<u8>)>,
     kvm: Option<bool>,
 }
 
@@ -63,6 +66,7 @@ impl QemuHost {
             agent_binary: agent_binary.to_owned(),
             work: work.to_owned(),
             base_initramfs: None,
+            modules: None,
             kvm: None,
         }
     }
@@ -173,6 +177,13 @@ impl QemuHost {
         let mut extra = Archive::new();
         extra.file("etc/firstbad/token", 0o600, format!("{token}\n").as_bytes());
         initramfs.extend_from_slice(&extra.finish());
+        if self.modules.as_ref().is_none_or(|(i, _)| i != image) {
+            let archive = modules_archive(image, expected_release).map_err(Err)?;
+            self.modules = Some((image.to_owned(), archive));
+        }
+        if let Some((_, archive)) = &self.modules {
+            initramfs.extend_from_slice(archive);
+        }
         let initrd = self.work.join("initramfs.cpio");
         std::fs::write(&initrd, &initramfs)
             .map_err(io("writing the initramfs"))
@@ -338,6 +349,41 @@ impl Session {
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
     }
+}
+
+/// The modules a prebuilt kernel needs in the guest ([`super::modules`]), as an archive to
+/// append to the initramfs: `lib/modules/<release>/<name>.ko` and `/etc/firstbad/modules`,
+/// the load order. Empty for a kernel without a modules tree (everything built in).
+fn modules_archive(image: &Path, release: &str) -> Result<Vec<u8>, HostError> {
+    let Some(tree) = super::modules::find_tree(image, release) else {
+        return Ok(Vec::new());
+    };
+    let modules = super::modules::resolve(&tree, super::modules::GUEST_MODULES)
+        .map_err(HostError::Missing)?;
+    let dir = format!("lib/modules/{release}");
+    let mut a = Archive::new();
+    a.dir("lib")
+        .dir("lib/modules")
+        .dir(&dir)
+        .dir("etc")
+        .dir("etc/firstbad");
+    let mut order = String::new();
+    for m in &modules {
+        let path = format!("{dir}/{}.ko", m.name);
+        a.file(&path, 0o644, &m.bytes);
+        order.push_str(&format!("/{path}\n"));
+    }
+    a.file("etc/firstbad/modules", 0o644, order.as_bytes());
+    tracing::debug!(
+        "initramfs modules from {}: {}",
+        tree.display(),
+        modules
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(a.finish())
 }
 
 async fn make_scratch(path: &Path, mb: u32) -> Result<(), HostError> {

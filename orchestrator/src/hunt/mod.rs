@@ -21,11 +21,13 @@ pub use prelude::{apply_replay, begin_or_resume, HuntRange};
 pub use state::{BootRecord, ConfirmStart, Confirmation, DriftRecord, HuntState, Running};
 
 use crate::build::{BuildError, Builder};
+use crate::config::Build;
 use crate::config::{ClassifyMode, Direction, HuntConfig};
 use crate::error::exit_code;
-use crate::exec::kernel::{KernelBuilder, KernelHost};
+use crate::exec::kernel::{KernelBuilder, KernelHost, Kernels};
 use crate::hosts::{Host, HostError};
 use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal, JournalError};
+use crate::prebuilt;
 use driver::{hunt_seed, Driver, HuntKind, Plan, Slot};
 use judge::Settings;
 use prelude::{content_hash, record};
@@ -139,9 +141,19 @@ pub fn check_static(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A short commit id for messages.
+/// A short commit id for messages: a git commit id's first 12 digits; any other candidate
+/// id (a prebuilt kernel's `package=version`) whole, since its start says nothing.
 pub fn short(id: &str) -> &str {
-    &id[..12.min(id.len())]
+    if is_commit_id(id) {
+        &id[..12.min(id.len())]
+    } else {
+        id
+    }
+}
+
+/// Whether a candidate id is a git commit id (hex digits) rather than a prebuilt kernel's.
+pub fn is_commit_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// What `firstbad run` ended with.
@@ -167,14 +179,7 @@ pub async fn run_with(
     replay: Option<&Path>,
     restore: &[String],
 ) -> Result<Outcome, HuntError> {
-    let range = HuntRange::load(
-        &cfg.source,
-        &cfg.repo,
-        &cfg.goods,
-        &cfg.bad,
-        &cfg.paths,
-        cfg.first_parent,
-    )?;
+    let (range, kernels) = candidates(cfg)?;
     let run = Run {
         state_dir: &cfg.state_dir,
         classify: cfg.classify.clone(),
@@ -182,7 +187,7 @@ pub async fn run_with(
         replay,
         restore,
     };
-    engine(cfg, range, run).await
+    engine(cfg, range, &kernels, run).await
 }
 
 /// Where `firstbad reproduce` keeps its journal: beside the hunt's, never in it, so that the
@@ -196,7 +201,19 @@ pub fn reproduce_dir(state_dir: &Path) -> PathBuf {
 /// there. The two are compared as they are, whether or not one descends from the other, and
 /// always in `classify.mode = "baselines"`: both kernels are measured.
 pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
-    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let (range, kernels) = match cfg.build.prebuilt() {
+        // The two ends of the list (or the entries good and bad name), as they are.
+        Some(_) => {
+            let (list, kernels) = candidates(cfg)?;
+            let range =
+                HuntRange::two(list.goods[0].clone(), list.bad).map_err(HuntError::BadInput)?;
+            (range, kernels)
+        }
+        None => (
+            HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?,
+            Vec::new(),
+        ),
+    };
     let dir = reproduce_dir(&cfg.state_dir);
     let run = Run {
         state_dir: &dir,
@@ -208,7 +225,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         replay: None,
         restore: &[],
     };
-    engine(cfg, range, run).await
+    engine(cfg, range, &kernels, run).await
 }
 
 /// How one run of the engine on a kernel hunt file differs between `run` and `reproduce`.
@@ -221,7 +238,12 @@ struct Run<'a> {
 }
 
 /// Runs the engine on a kernel hunt's `range` to its end.
-async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outcome, HuntError> {
+async fn engine(
+    cfg: &HuntConfig,
+    range: HuntRange,
+    kernels: &[prebuilt::Candidate],
+    run: Run<'_>,
+) -> Result<Outcome, HuntError> {
     let Run {
         state_dir,
         classify,
@@ -257,12 +279,12 @@ async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outc
         }
     }
 
-    let (builder, hosts) = prepare(cfg, state_dir, &state.retired).await?;
+    let (builder, hosts) = prepare(cfg, state_dir, &state.retired, kernels).await?;
     let hosts: Vec<Arc<KernelHost>> = hosts
         .into_iter()
         .map(|h| Arc::new(KernelHost::new(h, &cfg.workload)))
         .collect();
-    let history = range.history;
+    let first_parent = first_parent(range.history, kernels);
     let plan = Plan {
         seed: hunt_seed(&good, &range.bad),
         good,
@@ -282,7 +304,7 @@ async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outc
             })
             .collect(),
         build_ahead: build_ahead(cfg),
-        first_parent: HuntRange::first_parents(history),
+        first_parent,
         kind: HuntKind::Measured,
         stop_at_baselines,
     };
@@ -291,14 +313,7 @@ async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outc
         consoles: state_dir.join("consoles"),
     };
     let end = tracing::Instrument::instrument(
-        crate::exec::drive(
-            &mut driver,
-            &mut state,
-            &journal,
-            &KernelBuilder(Arc::new(builder)),
-            &hosts,
-            &paths,
-        ),
+        crate::exec::drive(&mut driver, &mut state, &journal, &builder, &hosts, &paths),
         tracing::info_span!("hunt", name = %cfg.name),
     )
     .await?;
@@ -308,6 +323,51 @@ async fn engine(cfg: &HuntConfig, range: HuntRange, run: Run<'_>) -> Result<Outc
         end,
         confirmation: state.confirmation.clone(),
     })
+}
+
+/// A kernel hunt's range: the git range of `hunt.repo`, or a prebuilt hunt's list of kernels
+/// as a line (with the kernels, resolved to their ids).
+fn candidates(cfg: &HuntConfig) -> Result<(HuntRange, Vec<prebuilt::Candidate>), HuntError> {
+    let Some(p) = cfg.build.prebuilt() else {
+        let range = HuntRange::load(
+            &cfg.source,
+            &cfg.repo,
+            &cfg.goods,
+            &cfg.bad,
+            &cfg.paths,
+            cfg.first_parent,
+        )?;
+        return Ok((range, Vec::new()));
+    };
+    let bad_input = |m: String| HuntError::BadInput(format!("{}: {m}", cfg.source.display()));
+    let kernels = prebuilt::resolve(p).map_err(|e| bad_input(e.to_string()))?;
+    let (dag, good, bad) = prebuilt::line(&kernels, p).map_err(bad_input)?;
+    tracing::info!(
+        "prebuilt kernels, oldest first: {}",
+        kernels
+            .iter()
+            .map(|k| k.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok((HuntRange::without_git(dag, good, bad), kernels))
+}
+
+/// A candidate's first parent: from git, or the kernel before it in a prebuilt list.
+fn first_parent(
+    history: Option<crate::history::History>,
+    kernels: &[prebuilt::Candidate],
+) -> driver::FirstParent {
+    match history {
+        Some(history) => HuntRange::first_parents(history),
+        None => {
+            let before: BTreeMap<String, String> = kernels
+                .windows(2)
+                .map(|w| (w[1].id.clone(), w[0].id.clone()))
+                .collect();
+            Box::new(move |c| before.get(c).cloned())
+        }
+    }
 }
 
 /// The judging settings of a kernel hunt.
@@ -342,8 +402,6 @@ pub fn meaning(
     classify: &crate::config::ClassifyConfig,
     range: &HuntRange,
 ) -> Result<BTreeMap<String, String>, HuntError> {
-    let kconfig = std::fs::read(&cfg.build.kernel_config)
-        .map_err(|e| HuntError::BadInput(format!("{}: {e}", cfg.build.kernel_config.display())))?;
     let mut m = range.meaning();
     judging_meaning(
         &mut m,
@@ -356,11 +414,21 @@ pub fn meaning(
         "workload.file".into(),
         format!("contents {}", content_hash(workload.as_bytes())),
     );
-    m.insert(
-        "build.config".into(),
-        format!("contents {}", content_hash(&kconfig)),
-    );
-    m.insert("build.make_args".into(), cfg.build.make_args.join(" "));
+    match &cfg.build {
+        Build::Source(b) => {
+            let kconfig = std::fs::read(&b.kernel_config)
+                .map_err(|e| HuntError::BadInput(format!("{}: {e}", b.kernel_config.display())))?;
+            m.insert(
+                "build.config".into(),
+                format!("contents {}", content_hash(&kconfig)),
+            );
+            m.insert("build.make_args".into(), b.make_args.join(" "));
+        }
+        // The list is the history: another list is another hunt.
+        Build::Prebuilt(_) => {
+            m.insert("build.kernels".into(), range.dag_ids().join(", "));
+        }
+    }
     Ok(m)
 }
 
@@ -418,7 +486,8 @@ async fn prepare(
     cfg: &HuntConfig,
     state_dir: &Path,
     retired: &[(String, String)],
-) -> Result<(Builder, Vec<Host>), HuntError> {
+    kernels: &[prebuilt::Candidate],
+) -> Result<(Kernels, Vec<Host>), HuntError> {
     let agent = find_agent()?;
     check_static(&agent).map_err(HuntError::Infrastructure)?;
     let mut hosts = Vec::new();
@@ -451,12 +520,20 @@ async fn prepare(
                 .join("; ")
         )));
     }
-    let repo = cfg.repo.clone();
-    let b = cfg.build.clone();
-    let builder = tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
-        .await
-        .expect("builder setup does not panic")?;
-    Ok((builder, hosts))
+    let b = match &cfg.build {
+        Build::Prebuilt(p) => Kernels::Prebuilt(Arc::new(prebuilt::PrebuiltBuilder::new(
+            kernels,
+            &p.cache_dir,
+        ))),
+        Build::Source(b) => {
+            let (repo, b) = (cfg.repo.clone(), b.clone());
+            let builder = tokio::task::spawn_blocking(move || Builder::new(&repo, &b))
+                .await
+                .expect("builder setup does not panic")?;
+            Kernels::Source(KernelBuilder(Arc::new(builder)))
+        }
+    };
+    Ok((b, hosts))
 }
 
 /// Builds one revision with the hunt's configuration, boots it once on the hunt's first
@@ -467,12 +544,34 @@ pub async fn try_revision(
     cfg: &HuntConfig,
     rev: &str,
 ) -> Result<(BuildOutcome, Option<BootOutcome>), HuntError> {
-    let history =
-        crate::history::History::open(&cfg.repo).map_err(|e| HuntError::BadInput(e.to_string()))?;
-    let commit = history
-        .resolve(rev)
-        .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
-    let (builder, mut hosts) = prepare(cfg, &cfg.state_dir, &[]).await?;
+    let (commit, kernels) = match cfg.build.prebuilt() {
+        None => {
+            let history = crate::history::History::open(&cfg.repo)
+                .map_err(|e| HuntError::BadInput(e.to_string()))?;
+            let commit = history
+                .resolve(rev)
+                .map_err(|e| HuntError::BadInput(format!("{rev}: {e}")))?;
+            (commit, Vec::new())
+        }
+        Some(p) => {
+            let kernels = prebuilt::resolve(p).map_err(|e| HuntError::BadInput(e.to_string()))?;
+            let k = kernels
+                .iter()
+                .find(|k| k.kernel.entry == rev || k.id == rev)
+                .ok_or_else(|| {
+                    HuntError::BadInput(format!(
+                        "{rev}: not a kernel of build.kernels; one of: {}",
+                        kernels
+                            .iter()
+                            .map(|k| k.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?;
+            (k.id.clone(), kernels)
+        }
+    };
+    let (builder, mut hosts) = prepare(cfg, &cfg.state_dir, &[], &kernels).await?;
     let dir = cfg.state_dir.join("try");
     std::fs::create_dir_all(&dir)
         .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
@@ -485,7 +584,7 @@ pub async fn try_revision(
         Event::BuildStarted { commit: c.clone() },
     )?;
     let built = tracing::Instrument::instrument(
-        crate::exec::Builder::build(&KernelBuilder(Arc::new(builder)), &commit),
+        crate::exec::Builder::build(&builder, &commit),
         tracing::info_span!("build", commit = short(&commit)),
     )
     .await?;

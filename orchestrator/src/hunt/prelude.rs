@@ -13,8 +13,8 @@ pub use super::state_dir::lock_state_dir;
 
 /// A hunt's range, loaded from the hunt file's revisions and range options.
 pub struct HuntRange {
-    /// The repository.
-    pub history: History,
+    /// The repository; `None` in a prebuilt hunt, whose candidates are no commits.
+    pub history: Option<History>,
     /// The candidates.
     pub dag: Dag,
     /// The bad commit.
@@ -78,7 +78,7 @@ impl HuntRange {
                 },
             );
         Ok(HuntRange {
-            history,
+            history: Some(history),
             dag: range.dag,
             bad: range.bad.id.clone(),
             goods,
@@ -112,13 +112,20 @@ impl HuntRange {
                 short(&good)
             )));
         }
-        // Node 0 is bad; good is its only "parent", so the bisection has nothing to test.
+        let mut range = HuntRange::two(good, bad).map_err(bad_input)?;
+        range.history = Some(history);
+        Ok(range)
+    }
+
+    /// The range of `good` and `bad` alone: node 0 is bad, and good its only "parent", so the
+    /// bisection has nothing to test.
+    pub fn two(good: String, bad: String) -> Result<HuntRange, String> {
         let mut b = crate::search::DagBuilder::with_capacity(2, 1);
         b.push(&bad, [1], 0);
         b.push(&good, [], 0);
-        let dag = b.build().map_err(|e| bad_input(e.to_string()))?;
+        let dag = b.build().map_err(|e| e.to_string())?;
         Ok(HuntRange {
-            history,
+            history: None,
             dag,
             bad,
             goods: vec![good],
@@ -126,8 +133,20 @@ impl HuntRange {
         })
     }
 
-    /// A commit's first parent read from this range's repository, for the driver's plan
-    /// (which reads no git itself).
+    /// A range that is not a git history: `dag` (node 0 the bad candidate) with its good
+    /// candidate outside it, as a prebuilt hunt's list of kernels makes it.
+    pub fn without_git(dag: Dag, good: String, bad: String) -> HuntRange {
+        HuntRange {
+            history: None,
+            dag,
+            bad,
+            goods: vec![good],
+            info: None,
+        }
+    }
+
+    /// A commit's first parent read from a range's repository, for the driver's plan (which
+    /// reads no git itself).
     pub fn first_parents(history: History) -> super::driver::FirstParent {
         Box::new(move |c| {
             let oid = git2::Oid::from_str(c).ok()?;
@@ -135,6 +154,11 @@ impl HuntRange {
             let parent = commit.parent_ids().next();
             parent.map(|p| p.to_string())
         })
+    }
+
+    /// The candidates' ids, in the DAG's order (bad first).
+    pub fn dag_ids(&self) -> Vec<&str> {
+        (0..self.dag.len()).map(|i| self.dag.id(i)).collect()
     }
 
     /// The range's own fields of a hunt's meaning: the resolved endpoints and the options.
@@ -306,8 +330,15 @@ pub fn open_hunt(
     }
     record(&journal, &mut state, Event::RunStarted { tuning })?;
     if let Some(file) = replay {
+        let Some(history) = &range.history else {
+            return Err(HuntError::BadInput(format!(
+                "--replay {}: this hunt's candidates are prebuilt kernels, not git revisions: a \
+                 git bisect log does not apply to them",
+                file.display()
+            )));
+        };
         apply_replay(
-            &range.history,
+            history,
             &range.dag,
             &range.bad,
             &range.goods,

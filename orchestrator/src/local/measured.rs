@@ -121,7 +121,7 @@ fn engine(
             })
         })
         .collect();
-    let history = range.history;
+    let history = range.history.expect("HuntRange::load opens the repository");
     let plan = Plan {
         seed: hunt_seed(&range.goods[0], &range.bad),
         good: range.goods[0].clone(),

@@ -7,15 +7,50 @@ use crate::stats::median;
 use std::fmt::Write;
 
 pub(crate) fn subject(commits: &dyn Commits, id: &str) -> String {
-    commits
-        .info(id)
-        .map(|c| c.subject)
-        .unwrap_or_else(|| "(unknown commit)".into())
+    commits.info(id).map(|c| c.subject).unwrap_or_else(|| {
+        if crate::hunt::is_commit_id(id) {
+            "(unknown commit)".into()
+        } else {
+            // A prebuilt kernel: its id (package and version) is its whole name.
+            "(prebuilt kernel)".into()
+        }
+    })
 }
 
-/// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer.
+/// Whether the hunt's candidates are prebuilt kernels (`[build] kind = "prebuilt"`), from
+/// its journal's identity.
+pub fn is_prebuilt(id: &HuntIdentity) -> bool {
+    id.meaning.contains_key("build.kernels")
+}
+
+/// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer. A
+/// prebuilt hunt bisected no git revisions: its log says so, and lists its verdicts as
+/// comments.
 pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -> String {
     let mut out = String::new();
+    if is_prebuilt(id) {
+        let _ = writeln!(
+            out,
+            "# No git bisect log: this hunt's candidates are prebuilt kernels, not git \
+             revisions.\n# Its verdicts, in order (bad {}, good {}):",
+            id.bad, id.good
+        );
+        for (commit, verdict, _) in &state.verdicts {
+            let _ = writeln!(out, "# {}: {commit}", verdict.as_str());
+        }
+        match &state.end {
+            Some(HuntEnd::Found { commit }) => {
+                let _ = writeln!(out, "# first bad kernel: {commit}");
+            }
+            Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
+                for commit in c {
+                    let _ = writeln!(out, "# possible first bad kernel: {commit}");
+                }
+            }
+            _ => {}
+        }
+        return out;
+    }
     let Some(range) = &state.range else {
         let _ = writeln!(out, "git bisect start '{}' '{}'", id.bad, id.good);
         let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
@@ -236,4 +271,51 @@ pub fn markdown(
     out.push_str(&bisect_log(id, state, commits));
     let _ = writeln!(out, "```");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Event;
+
+    struct NoCommits;
+    impl Commits for NoCommits {
+        fn info(&self, _: &str) -> Option<crate::history::CommitInfo> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_prebuilt_hunt_has_no_git_bisect_log_and_says_so() {
+        let (good, mid, bad) = (
+            "linux-image-6.1.0-47-cloud-amd64=6.1.170-3",
+            "linux-image-6.1.0-53-cloud-amd64=6.1.182-1",
+            "linux-image-6.1.0-57-cloud-amd64=6.1.192-3",
+        );
+        let id = HuntIdentity {
+            good: good.into(),
+            bad: bad.into(),
+            fingerprint: String::new(),
+            meaning: [("build.kernels".to_owned(), format!("{bad}, {mid}"))].into(),
+        };
+        let mut state = HuntState::default();
+        state.apply(&Event::Verdict {
+            commit: mid.into(),
+            verdict: Verdict::Good,
+            reason: String::new(),
+        });
+        state.apply(&Event::Finished {
+            end: HuntEnd::Found { commit: bad.into() },
+        });
+        let log = bisect_log(&id, &state, &NoCommits);
+        assert!(log.starts_with("# No git bisect log"), "{log}");
+        assert!(!log.contains("git bisect start"), "{log}");
+        assert!(
+            log.contains(&format!("# good: {mid}\n# first bad kernel: {bad}")),
+            "{log}"
+        );
+        let md = markdown("p", "m", &id, &state, &NoCommits);
+        // The full names, not their first 12 characters.
+        assert!(md.contains(&format!("`{mid}` | (prebuilt kernel)")), "{md}");
+    }
 }
