@@ -511,7 +511,9 @@ fn own_timer_hunt_names_the_20_percent_culprit_and_says_more_comes_after() {
 /// mean, and the 3 times are the sample's sub-samples.
 ///
 /// It asserts a culprit on real noise, so it fails at about 1 - confidence (1%) of runs by
-/// design.
+/// design. It asserts the advice that more of the regression comes later too, which no
+/// hyperfine hunt measured here gave (0 of 3, docs/metric-hunts.md): the hunt stops before
+/// the culprit's level is known that well. That is the product's gap, left failing on purpose.
 #[test]
 fn hyperfine_hunt_names_the_20_percent_culprit_and_keeps_each_runs_times() {
     let _serial = serial();
