@@ -8,9 +8,15 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs git in `dir`, hermetic: no system or user config, fixed identity, no stdin.
 pub fn git(dir: &Path, args: &[&str]) -> Output {
+    git_env(dir, args, &[])
+}
+
+/// [`git`] with more environment, e.g. `GIT_AUTHOR_DATE` for a history made the same each time.
+pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new("git")
         .args(args)
         .current_dir(dir)
+        .envs(env.iter().copied())
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_AUTHOR_NAME", "T")
