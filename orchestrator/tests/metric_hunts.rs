@@ -439,3 +439,38 @@ fn a_machine_that_steps_half_way_to_bad_stops_the_hunt_for_a_person() {
     assert_eq!(code, 5, "{out}{err}");
     assert!(err.contains("drifted"), "{err}");
 }
+
+#[test]
+fn two_jobs_sampling_one_commit_never_read_each_others_result_file() {
+    // The result goes to a file in the tree, written half-way through the run: two runs of one
+    // commit at once in one tree would delete or read each other's.
+    let r = Repo::new(40, 23, &[]);
+    let script = r.path().join("to-file.sh");
+    std::fs::write(
+        &script,
+        "sleep 0.05\necho \"{\\\"ms\\\": $(cat VALUE).$(( ${FIRSTBAD_RUN:-0} % 7 ))}\" > out.json\n\
+         sleep 0.05\n",
+    )
+    .unwrap();
+    let hunt = r.hunt("jobs = 2\noutput = \"out.json\"\n");
+    let text = std::fs::read_to_string(&hunt).unwrap().replace(
+        "command = \"sh bench.sh\"",
+        &format!("command = \"sh {}\"", script.display()),
+    );
+    std::fs::write(&hunt, text).unwrap();
+    let (code, out, err) = run(&hunt);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&r.ids[23][..12]), "{out}");
+    let failed: Vec<String> = r
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::BootFinished {
+                outcome: BootOutcome::Failed { reason, .. },
+                ..
+            } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}

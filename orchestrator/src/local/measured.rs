@@ -362,6 +362,24 @@ impl Runner {
         if let Some(dir) = job.console.parent() {
             std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
         }
+        // One run in a tree at a time: with `jobs` > 1 two runners may sample one commit, and
+        // the second would read (or delete) the first's result file. Held until this returns.
+        let lock_path = tree.with_extension("run.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(format!("opening {}", lock_path.display())))?;
+        {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: flock(2) on a descriptor this function owns; blocking is this thread's.
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                return Err(io(format!("locking {}", lock_path.display()))(
+                    std::io::Error::last_os_error(),
+                ));
+            }
+        }
         // A result file left by the previous run must not be read as this run's.
         let output = self.output.as_ref().map(|o| tree.join(o));
         if let Some(o) = &output {
