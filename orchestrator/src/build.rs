@@ -108,14 +108,7 @@ impl Builder {
             .to_owned();
         let work = cfg.cache_dir.join("work").join(&work_key);
         std::fs::create_dir_all(&work).map_err(io(format!("creating {}", work.display())))?;
-        let lock_path = work.join("lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(format!("opening {}", lock_path.display())))?;
-        flock_exclusive(&lock, &lock_path)?;
+        let lock = lock_in(&work)?;
         Ok(Builder {
             repo_path,
             cfg: cfg.clone(),
@@ -171,14 +164,7 @@ impl Builder {
         std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
         // Builders of two repositories with one history share the kernel: one builds it, the
         // other waits and takes it.
-        let lock_path = out.join("lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(format!("opening {}", lock_path.display())))?;
-        flock_exclusive(&lock, &lock_path)?;
+        let _lock = lock_in(&out)?;
         if let Some(hit) = self.cached(commit) {
             return Ok(hit);
         }
@@ -585,6 +571,20 @@ fn toolchain_id(make_args: &[String]) -> String {
                 .map(str::to_owned)
         })
         .unwrap_or(cc)
+}
+
+/// Takes `dir/lock` exclusively (waiting for another firstbad that holds it); held while the
+/// file returned lives.
+fn lock_in(dir: &Path) -> Result<std::fs::File, BuildError> {
+    let path = dir.join("lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(format!("opening {}", path.display())))?;
+    flock_exclusive(&lock, &path)?;
+    Ok(lock)
 }
 
 fn flock_exclusive(f: &std::fs::File, path: &Path) -> Result<(), BuildError> {

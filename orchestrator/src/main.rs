@@ -299,37 +299,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let Some((id, state)) = open_state(&dir)? else {
                 return Ok(code);
             };
-            let ctx = match &file {
-                HuntFile::Kernel(cfg) => report::Context {
-                    name: &cfg.name,
-                    hunt_file: &cfg.source,
-                    workload_file: &cfg.workload.file,
-                    metric: &cfg.workload.metric,
-                    direction: cfg.workload.direction,
-                    settings: &cfg.report,
-                    classify: &cfg.classify,
-                    command: None,
-                    reproduction: true,
-                },
-                HuntFile::Local(cfg) => {
-                    let m = cfg
-                        .test
-                        .measure
-                        .as_ref()
-                        .expect("a metric hunt: checked above");
-                    report::Context {
-                        name: &cfg.name,
-                        hunt_file: &cfg.source,
-                        workload_file: &cfg.source,
-                        metric: &m.metric.field,
-                        direction: m.direction,
-                        settings: &cfg.report,
-                        classify: &m.classify,
-                        command: Some(&cfg.test.command),
-                        reproduction: true,
-                    }
-                }
-            };
+            let ctx = report_context(&file, true).expect("a measured hunt: checked above");
             println!();
             print!(
                 "{}",
@@ -548,42 +518,13 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         Err(code) => return Ok(code),
     };
     // A metric command hunt's journal is a kernel hunt's, runs for boots: the same reports.
-    let (ctx, repo, state_dir) = match &file {
-        HuntFile::Kernel(cfg) => (
-            report::Context {
-                name: &cfg.name,
-                hunt_file: &cfg.source,
-                workload_file: &cfg.workload.file,
-                metric: &cfg.workload.metric,
-                direction: cfg.workload.direction,
-                settings: &cfg.report,
-                classify: &cfg.classify,
-                command: None,
-                reproduction: false,
-            },
-            &cfg.repo,
-            &cfg.state_dir,
-        ),
-        HuntFile::Local(cfg) => match &cfg.test.measure {
-            Some(m) => (
-                report::Context {
-                    name: &cfg.name,
-                    hunt_file: &cfg.source,
-                    // The command is in the hunt file: it is the workload.
-                    workload_file: &cfg.source,
-                    metric: &m.metric.field,
-                    direction: m.direction,
-                    settings: &cfg.report,
-                    classify: &m.classify,
-                    command: Some(&cfg.test.command),
-                    reproduction: false,
-                },
-                &cfg.repo,
-                &cfg.state_dir,
-            ),
-            None => return local_report_cmd(hunt, cfg, format, output),
-        },
+    let Some(ctx) = report_context(&file, false) else {
+        let HuntFile::Local(cfg) = &file else {
+            unreachable!("every kernel hunt is measured")
+        };
+        return local_report_cmd(hunt, cfg, format, output);
     };
+    let (repo, state_dir) = (file.repo(), file.state_dir());
     let Some((id, state)) = open_state(state_dir)? else {
         eprintln!(
             "firstbad: {}: no journal in {}: run `firstbad run {}` first",
@@ -748,4 +689,37 @@ fn write_or_print(text: &str, output: Option<PathBuf>) -> anyhow::Result<u8> {
         None => print!("{text}"),
     }
     Ok(exit_code::OK)
+}
+
+/// What a report of a measured hunt reads from its hunt file (a kernel hunt, or a metric
+/// command hunt whose command is its workload); `None` for a hunt judged by exit status.
+fn report_context(file: &HuntFile, reproduction: bool) -> Option<report::Context<'_>> {
+    Some(match file {
+        HuntFile::Kernel(cfg) => report::Context {
+            name: &cfg.name,
+            hunt_file: &cfg.source,
+            workload_file: &cfg.workload.file,
+            metric: &cfg.workload.metric,
+            direction: cfg.workload.direction,
+            settings: &cfg.report,
+            classify: &cfg.classify,
+            command: None,
+            reproduction,
+        },
+        HuntFile::Local(cfg) => {
+            let m = cfg.test.measure.as_ref()?;
+            report::Context {
+                name: &cfg.name,
+                hunt_file: &cfg.source,
+                // The command is in the hunt file: it is the workload.
+                workload_file: &cfg.source,
+                metric: &m.metric.field,
+                direction: m.direction,
+                settings: &cfg.report,
+                classify: &m.classify,
+                command: Some(&cfg.test.command),
+                reproduction,
+            }
+        }
+    })
 }

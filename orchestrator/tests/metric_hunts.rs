@@ -403,11 +403,7 @@ fn a_machine_that_slows_down_steadily_is_followed_and_the_culprit_still_found() 
     let r = Repo::new(40, 23, &[]);
     let script = slowing_machine(r.path(), "s = n * 0.05");
     let hunt = r.hunt("");
-    let text = std::fs::read_to_string(&hunt).unwrap().replace(
-        "command = \"sh bench.sh\"",
-        &format!("command = \"sh {}\"", script.display()),
-    );
-    std::fs::write(&hunt, text).unwrap();
+    with_command(&hunt, &script);
     let (code, out, err) = run(&hunt);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(&r.ids[23][..12]), "{out}");
@@ -430,11 +426,7 @@ fn a_machine_that_steps_half_way_to_bad_stops_the_hunt_for_a_person() {
     let r = Repo::new(40, 23, &[]);
     let script = slowing_machine(r.path(), "s = (n > 20) ? 15 : 0");
     let hunt = r.hunt("");
-    let text = std::fs::read_to_string(&hunt).unwrap().replace(
-        "command = \"sh bench.sh\"",
-        &format!("command = \"sh {}\"", script.display()),
-    );
-    std::fs::write(&hunt, text).unwrap();
+    with_command(&hunt, &script);
     let (code, out, err) = run(&hunt);
     assert_eq!(code, 5, "{out}{err}");
     assert!(err.contains("drifted"), "{err}");
@@ -453,11 +445,7 @@ fn two_jobs_sampling_one_commit_never_read_each_others_result_file() {
     )
     .unwrap();
     let hunt = r.hunt("jobs = 2\noutput = \"out.json\"\n");
-    let text = std::fs::read_to_string(&hunt).unwrap().replace(
-        "command = \"sh bench.sh\"",
-        &format!("command = \"sh {}\"", script.display()),
-    );
-    std::fs::write(&hunt, text).unwrap();
+    with_command(&hunt, &script);
     let (code, out, err) = run(&hunt);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(&r.ids[23][..12]), "{out}");
@@ -473,4 +461,13 @@ fn two_jobs_sampling_one_commit_never_read_each_others_result_file() {
         })
         .collect();
     assert!(failed.is_empty(), "{failed:?}");
+}
+
+/// Makes `hunt` run `sh script` instead of the repository's bench.sh.
+fn with_command(hunt: &Path, script: &Path) {
+    let text = std::fs::read_to_string(hunt).unwrap().replace(
+        "command = \"sh bench.sh\"",
+        &format!("command = \"sh {}\"", script.display()),
+    );
+    std::fs::write(hunt, text).unwrap();
 }

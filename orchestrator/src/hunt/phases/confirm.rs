@@ -266,9 +266,7 @@ fn conclude(
         ),
         (_, None) => retest,
     };
-    let confidence = confidence
-        .filter(|_| several.is_none())
-        .map(|(p, ..)| p);
+    let confidence = confidence.filter(|_| several.is_none()).map(|(p, ..)| p);
     Decision::Record(Event::Confirmation {
         commit: commit.to_owned(),
         parent: parent.unwrap_or_default().to_owned(),
