@@ -186,6 +186,12 @@ pub enum HuntEnd {
         /// The baselines' figures, for a person.
         summary: String,
     },
+    /// `firstbad watch`: one night's head and reference, measured the series' number of boots
+    /// each; the series' detector judges them, not the hunt.
+    Measured {
+        /// The two medians, for a person.
+        summary: String,
+    },
 }
 
 /// One journal entry.
@@ -598,8 +604,6 @@ impl Journal {
 
     /// Appends an event; when this returns, the event is on disk.
     pub fn append(&self, event: &Event) -> Result<i64, JournalError> {
-        self.still_at_path()?;
-        let body = serde_json::to_string(event).expect("events serialise");
         let kind = serde_json::to_value(event).expect("events serialise")["event"]
             .as_str()
             .unwrap_or("?")
@@ -614,9 +618,23 @@ impl Journal {
             | Event::TestCancelled { commit, .. }
             | Event::Verdict { commit, .. }
             | Event::ConfirmStarted { commit, .. }
-            | Event::Confirmation { commit, .. } => Some(commit.clone()),
+            | Event::Confirmation { commit, .. } => Some(commit.as_str()),
             _ => None,
         };
+        self.append_body(&kind, commit, event).map(|(seq, _)| seq)
+    }
+
+    /// Appends any serialisable record under `kind` (the series database of `firstbad watch`
+    /// keeps its own events in a journal file); when this returns, it is on disk. Returns its
+    /// sequence number and the time written (Unix ms).
+    pub fn append_body<T: Serialize>(
+        &self,
+        kind: &str,
+        commit: Option<&str>,
+        body: &T,
+    ) -> Result<(i64, i64), JournalError> {
+        self.still_at_path()?;
+        let body = serde_json::to_string(body).expect("journal records serialise");
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
@@ -625,11 +643,22 @@ impl Journal {
             "INSERT INTO events (at_ms, kind, commit_id, body) VALUES (?1, ?2, ?3, ?4)",
             params![now, kind, commit, body],
         ))?;
-        Ok(self.conn.last_insert_rowid())
+        Ok((self.conn.last_insert_rowid(), now))
     }
 
     /// Every event, in order.
     pub fn events(&self) -> Result<Vec<Entry>, JournalError> {
+        Ok(self
+            .bodies()?
+            .into_iter()
+            .map(|(seq, at_ms, event)| Entry { seq, at_ms, event })
+            .collect())
+    }
+
+    /// Every record as (sequence number, Unix time in ms, record), in order.
+    pub fn bodies<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<Vec<(i64, i64, T)>, JournalError> {
         let mut stmt = self.sql(
             self.conn
                 .prepare("SELECT seq, at_ms, body FROM events ORDER BY seq"),
@@ -646,12 +675,12 @@ impl Journal {
         )?;
         rows.into_iter()
             .map(|(seq, at_ms, body)| {
-                let event = serde_json::from_str(&body).map_err(|e| JournalError::Decode {
+                let record = serde_json::from_str(&body).map_err(|e| JournalError::Decode {
                     path: self.path.clone(),
                     seq,
                     message: e.to_string(),
                 })?;
-                Ok(Entry { seq, at_ms, event })
+                Ok((seq, at_ms, record))
             })
             .collect()
     }

@@ -24,3 +24,4 @@ pub mod search;
 pub mod sequential;
 pub mod sim;
 pub mod stats;
+pub mod watch;

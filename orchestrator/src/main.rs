@@ -95,6 +95,19 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
+    /// Nightly regression hunts: run one cycle of a series (configs/nightly.toml): fetch the
+    /// branch, boot its new head against the series' reference, place a change among the
+    /// nights, hunt a regression's first bad commit, tell people. For cron or a systemd
+    /// timer (docs/nightly.md); rerun after any interruption and it resumes.
+    Watch {
+        /// The series file.
+        series: PathBuf,
+        /// Keep running: a cycle, then sleep this long (e.g. `24h`, `30m`), and again.
+        #[arg(long, value_name = "DURATION", value_parser = firstbad::watch::cli::duration)]
+        every: Option<std::time::Duration>,
+        #[command(subcommand)]
+        action: Option<WatchAction>,
+    },
     /// Print the hunt's `git bisect log`, which `git bisect replay` accepts.
     Log {
         /// The hunt file.
@@ -140,6 +153,18 @@ enum Command {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
     },
+}
+
+/// What `firstbad watch <series>` does besides a cycle.
+#[derive(Subcommand)]
+enum WatchAction {
+    /// Acknowledge a change: it stops alerting, and the newest head becomes the reference.
+    Ack {
+        /// The change's number (`firstbad watch <series> status` lists them).
+        id: u32,
+    },
+    /// Print the series: its nights, reference and changes, with their hunts' states.
+    Status,
 }
 
 /// Report formats.
@@ -269,6 +294,19 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
             };
             Ok(print_outcome(result, &file, &hunt))
+        }
+        Command::Watch {
+            series,
+            every,
+            action,
+        } => {
+            use firstbad::watch::cli::Action;
+            let action = match action {
+                None => Action::Cycle { every },
+                Some(WatchAction::Ack { id }) => Action::Ack(id),
+                Some(WatchAction::Status) => Action::Status,
+            };
+            firstbad::watch::cli::run(&series, action, runtime()?)
         }
         Command::Reproduce { hunt, html } => {
             let file = match load_file(&hunt) {
@@ -660,8 +698,14 @@ fn print_outcome(
                 HuntEnd::Reproduced { summary } => {
                     println!("reproduced: {summary}");
                 }
+                HuntEnd::Measured { summary } => {
+                    println!("measured: {summary}");
+                }
             }
-            if !matches!(outcome.end, HuntEnd::Reproduced { .. }) {
+            if !matches!(
+                outcome.end,
+                HuntEnd::Reproduced { .. } | HuntEnd::Measured { .. }
+            ) {
                 eprintln!(
                     "firstbad: `firstbad report {}` shows every step and the bisect log",
                     hunt.display()

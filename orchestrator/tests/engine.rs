@@ -221,6 +221,8 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
         kind: HuntKind::Measured,
         stop_at_baselines: false,
+        pairs: None,
+        budget: None,
     }
 }
 

@@ -142,7 +142,7 @@ impl Bound {
     }
 }
 
-const fn int(field: &'static str, min: i64, max: i64, default: i64, why: &'static str) -> Bound {
+pub(super) const fn int(field: &'static str, min: i64, max: i64, default: i64, why: &'static str) -> Bound {
     Bound {
         field,
         kind: None,
@@ -160,7 +160,7 @@ const fn host(kind: &'static str, b: Bound) -> Bound {
 }
 
 /// An open interval `(min, max)`.
-const fn open(
+pub(super) const fn open(
     field: &'static str,
     min: f64,
     max: f64,

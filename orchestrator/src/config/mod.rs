@@ -15,9 +15,11 @@ mod expand;
 mod hosts;
 mod raw;
 mod read;
+pub mod series;
 mod validate;
 
 pub use read::MAX_FILE_BYTES;
+pub use series::SeriesConfig;
 
 use crate::error::ConfigError;
 use firstbad_wire::Workload;

@@ -150,7 +150,12 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                     continue;
                 }
                 Decision::Done(end) => return Ok(end),
-                Decision::Stop(why) => stop = Some(HuntError::Infrastructure(why)),
+                Decision::Stop(why) => {
+                    stop = Some(match driver.budget_spent(state) {
+                        Some(boots) => HuntError::BudgetSpent(boots),
+                        None => HuntError::Infrastructure(why),
+                    })
+                }
                 Decision::Wait => {}
                 Decision::Start(work) => {
                     let mut started = 0;

@@ -51,6 +51,12 @@ pub struct Plan {
     /// `firstbad reproduce`: end once the endpoints' baselines confirm the regression
     /// ([`HuntEnd::Reproduced`]) or refute it, bisecting nothing.
     pub stop_at_baselines: bool,
+    /// `firstbad watch`: boot good and bad this many times each, interleaved in seeded pairs,
+    /// and end ([`HuntEnd::Measured`]), judging nothing.
+    pub pairs: Option<usize>,
+    /// `firstbad watch`'s automatic hunt: stop once this many boots are spent without an
+    /// answer.
+    pub budget: Option<usize>,
 }
 
 /// How a hunt judges a commit.
@@ -189,6 +195,12 @@ impl Driver {
             }
         }
         self.marked = state.verdicts.len();
+        if let Some(spent) = self.budget_spent(state) {
+            return Decision::Stop(format!(
+                "the hunt spent its budget of {spent} boots without an answer; raise \
+                 series.hunt_boots to go on"
+            ));
+        }
         if let Some(d) = phases::hosts::retire_failing(self, state) {
             return d;
         }
@@ -227,6 +239,9 @@ impl Driver {
             && (state.building().is_some() || !self.plan.build_ahead)
         {
             return Decision::Wait;
+        }
+        if let Some(n) = self.plan.pairs {
+            return phases::baselines::pairs(self, state, n);
         }
         let judge = match self.judge {
             Some(j) => j,
@@ -293,6 +308,13 @@ impl Driver {
         } else {
             Decision::Wait
         }
+    }
+
+    /// The boots spent, once they reach the plan's budget ([`Plan::budget`]).
+    pub fn budget_spent(&self, state: &HuntState) -> Option<usize> {
+        let max = self.plan.budget?;
+        let spent: usize = state.boots.values().map(Vec::len).sum();
+        (spent >= max).then_some(spent)
     }
 
     /// Hosts still in the pool.

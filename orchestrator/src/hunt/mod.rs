@@ -53,6 +53,10 @@ pub enum HuntError {
     /// A step that needs a person (an endpoint that does not build or boot).
     #[error("{0}")]
     Infrastructure(String),
+    /// An automatic hunt of `firstbad watch` spent its boot budget (this many boots) without
+    /// an answer; a person decides.
+    #[error("the hunt spent its budget of {0} boots without an answer; raise series.hunt_boots, or rerun the hunt by hand")]
+    BudgetSpent(usize),
     /// The hunt ended but its end cannot be read back from its journal: it is not given
     /// ([`state_dir::confirm_saved`]).
     #[error("{0}")]
@@ -70,6 +74,7 @@ impl HuntError {
             | HuntError::Host(_)
             | HuntError::Infrastructure(_)
             | HuntError::NotSaved(_) => exit_code::INFRASTRUCTURE,
+            HuntError::BudgetSpent(_) => exit_code::AMBIGUOUS,
         }
     }
 
@@ -184,8 +189,26 @@ pub async fn run_with(
         state_dir: &cfg.state_dir,
         classify: cfg.classify.clone(),
         stop_at_baselines: false,
+        pairs: None,
+        budget: None,
         replay,
         restore,
+    };
+    engine(cfg, range, &kernels, run).await
+}
+
+/// `firstbad watch`'s automatic hunt: [`run`] that stops once it has spent `budget` boots
+/// without an answer ([`HuntError::BudgetSpent`]).
+pub async fn run_budgeted(cfg: &HuntConfig, budget: usize) -> Result<Outcome, HuntError> {
+    let (range, kernels) = candidates(cfg)?;
+    let run = Run {
+        state_dir: &cfg.state_dir,
+        classify: cfg.classify.clone(),
+        stop_at_baselines: false,
+        pairs: None,
+        budget: Some(budget),
+        replay: None,
+        restore: &[],
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -222,10 +245,37 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
             ..cfg.classify.clone()
         },
         stop_at_baselines: true,
+        pairs: None,
+        budget: None,
         replay: None,
         restore: &[],
     };
     engine(cfg, range, &kernels, run).await
+}
+
+/// `firstbad watch`: one night of a series. Boots `cfg`'s good (the series' reference) and
+/// bad (the night's head) `boots` times each, interleaved in seeded pairs, with every boot
+/// journalled in `state_dir` (a kill resumes there), and ends with [`HuntEnd::Measured`].
+/// The two are compared as they are, as `reproduce` compares them.
+pub async fn measure_pair(
+    cfg: &HuntConfig,
+    state_dir: &Path,
+    boots: usize,
+) -> Result<Outcome, HuntError> {
+    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let run = Run {
+        state_dir,
+        classify: crate::config::ClassifyConfig {
+            mode: ClassifyMode::Baselines,
+            ..cfg.classify.clone()
+        },
+        stop_at_baselines: true,
+        pairs: Some(boots),
+        budget: None,
+        replay: None,
+        restore: &[],
+    };
+    engine(cfg, range, &[], run).await
 }
 
 /// How one run of the engine on a kernel hunt file differs between `run` and `reproduce`.
@@ -233,6 +283,8 @@ struct Run<'a> {
     state_dir: &'a Path,
     classify: crate::config::ClassifyConfig,
     stop_at_baselines: bool,
+    pairs: Option<usize>,
+    budget: Option<usize>,
     replay: Option<&'a Path>,
     restore: &'a [String],
 }
@@ -248,6 +300,8 @@ async fn engine(
         state_dir,
         classify,
         stop_at_baselines,
+        pairs,
+        budget,
         replay,
         restore,
     } = run;
@@ -307,6 +361,8 @@ async fn engine(
         first_parent,
         kind: HuntKind::Measured,
         stop_at_baselines,
+        pairs,
+        budget,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let paths = crate::exec::Paths {
@@ -403,6 +459,26 @@ pub fn meaning(
     range: &HuntRange,
 ) -> Result<BTreeMap<String, String>, HuntError> {
     let mut m = range.meaning();
+    m.extend(measured_meaning(cfg, classify, |b| match b {
+        Build::Prebuilt(_) => Some(range.dag_ids().join(", ")),
+        Build::Source(_) => None,
+    })?);
+    Ok(m)
+}
+
+/// What a kernel hunt file's measurements mean, without its range: the workload, the
+/// metric, its direction, the kernel config and make arguments (`firstbad watch`'s series
+/// is refused on a change of any of these).
+pub fn measurement_meaning(cfg: &HuntConfig) -> Result<BTreeMap<String, String>, HuntError> {
+    measured_meaning(cfg, &cfg.classify, |_| None)
+}
+
+fn measured_meaning(
+    cfg: &HuntConfig,
+    classify: &crate::config::ClassifyConfig,
+    kernels: impl Fn(&Build) -> Option<String>,
+) -> Result<BTreeMap<String, String>, HuntError> {
+    let mut m = BTreeMap::new();
     judging_meaning(
         &mut m,
         classify,
@@ -426,7 +502,9 @@ pub fn meaning(
         }
         // The list is the history: another list is another hunt.
         Build::Prebuilt(_) => {
-            m.insert("build.kernels".into(), range.dag_ids().join(", "));
+            if let Some(k) = kernels(&cfg.build) {
+                m.insert("build.kernels".into(), k);
+            }
         }
     }
     Ok(m)
@@ -643,7 +721,7 @@ pub fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
         HuntEnd::Found { .. } => exit_code::OK,
         HuntEnd::OnlySkippedLeft { .. } => exit_code::AMBIGUOUS,
         HuntEnd::NotReproduced { .. } => exit_code::NOT_REPRODUCED,
-        HuntEnd::Reproduced { .. } => exit_code::OK,
+        HuntEnd::Reproduced { .. } | HuntEnd::Measured { .. } => exit_code::OK,
     }
 }
 

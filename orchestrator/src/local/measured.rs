@@ -147,6 +147,8 @@ fn engine(
         first_parent: HuntRange::first_parents(history),
         kind: HuntKind::Measured,
         stop_at_baselines,
+        pairs: None,
+        budget: None,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -125,6 +125,8 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
             command: cfg.test.command.clone(),
         },
         stop_at_baselines: false,
+        pairs: None,
+        budget: None,
     };
     drop(range.history);
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;

@@ -114,7 +114,7 @@ fn reproduction(
         ));
     }
     let (level, test) = match &state.end {
-        Some(HuntEnd::Reproduced { summary }) => (
+        Some(HuntEnd::Reproduced { summary } | HuntEnd::Measured { summary }) => (
             if separation.unwrap_or(0.0) >= 0.9 {
                 "high"
             } else {

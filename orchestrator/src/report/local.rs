@@ -45,7 +45,7 @@ fn end_lines(out: &mut String, state: &HuntState, commits: &dyn Commits) {
         Some(HuntEnd::NotReproduced { message }) => {
             let _ = writeln!(out, "## Not reproduced\n\n{message}");
         }
-        Some(HuntEnd::Reproduced { summary }) => {
+        Some(HuntEnd::Reproduced { summary } | HuntEnd::Measured { summary }) => {
             let _ = writeln!(out, "## Reproduced\n\n{summary}");
         }
         None => {
@@ -145,7 +145,7 @@ pub fn status(cfg: &LocalConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i
         Some(HuntEnd::NotReproduced { message }) => {
             let _ = writeln!(o, "ended: {message}");
         }
-        Some(HuntEnd::Reproduced { summary }) => {
+        Some(HuntEnd::Reproduced { summary } | HuntEnd::Measured { summary }) => {
             let _ = writeln!(o, "ended: reproduced: {summary}");
         }
         None => {}

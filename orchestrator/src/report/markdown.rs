@@ -196,6 +196,9 @@ pub fn markdown(
         Some(HuntEnd::Reproduced { summary }) => {
             let _ = writeln!(out, "## Regression reproduced\n\n{summary}");
         }
+        Some(HuntEnd::Measured { summary }) => {
+            let _ = writeln!(out, "## Measured (one night of a series)\n\n{summary}");
+        }
         None => {
             let _ = writeln!(
                 out,

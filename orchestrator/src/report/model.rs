@@ -421,6 +421,7 @@ impl Report {
             Some(HuntEnd::OnlySkippedLeft { .. }) => ("only-skipped-left", None),
             Some(HuntEnd::NotReproduced { message }) => ("not-reproduced", Some(message.clone())),
             Some(HuntEnd::Reproduced { summary }) => ("reproduced", Some(summary.clone())),
+            Some(HuntEnd::Measured { summary }) => ("measured", Some(summary.clone())),
             None => ("in-progress", state.in_flight()),
         };
         let first_bad = match &state.end {

@@ -202,6 +202,7 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
                 writeln!(o, "ended: regression not reproduced: {message}")
             }
             HuntEnd::Reproduced { summary } => writeln!(o, "ended: reproduced: {summary}"),
+            HuntEnd::Measured { summary } => writeln!(o, "ended: measured: {summary}"),
         };
     }
     // The last step begun: which commit, which host, since when.

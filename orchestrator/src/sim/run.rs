@@ -124,6 +124,8 @@ pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Ou
         seed,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
         stop_at_baselines: false,
+        pairs: None,
+        budget: None,
         kind: crate::hunt::driver::HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).expect("a line is a valid range");

@@ -155,3 +155,43 @@ fn not_reproduced(d: &Driver, state: &HuntState, message: String) -> Decision {
         },
     )
 }
+
+/// `firstbad watch`: `n` measured boots of each endpoint (a night's reference and head),
+/// interleaved in seeded pairs as the baselines are, so that a host that moves during the
+/// night moves both alike; then the end. The series' detector judges the values, not the hunt.
+/// A failed boot is booted again, within the endpoint failure rule of every hunt.
+pub fn pairs(d: &Driver, state: &HuntState, n: usize) -> Decision {
+    let (good, bad) = (d.plan.good.as_str(), d.plan.bad.as_str());
+    for (commit, which) in [(good, "reference"), (bad, "head")] {
+        let boots = state.boots.get(commit).map_or(&[][..], Vec::as_slice);
+        if let Some(why) = endpoint_failing(&d.plan.settings, commit, which, boots) {
+            return Decision::Stop(why);
+        }
+    }
+    let (g, b) = (state.values(good), state.values(bad));
+    if g.len() >= n && b.len() >= n {
+        return d.finish(
+            state,
+            HuntEnd::Measured {
+                summary: format!(
+                    "{}: {n} boots each, interleaved: reference median {:.3}, head median {:.3}",
+                    d.plan.settings.metric,
+                    median(&g),
+                    median(&b)
+                ),
+            },
+        );
+    }
+    let mut counts = [
+        g.len() + state.running_boots(good),
+        b.len() + state.running_boots(bad),
+    ];
+    d.boots_for(state, |_| {
+        if counts.iter().all(|&c| c >= n) {
+            return None;
+        }
+        let i = next_side(&counts, d.plan.seed);
+        counts[i] += 1;
+        Some([good, bad][i].to_owned())
+    })
+}

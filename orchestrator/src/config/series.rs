@@ -1,0 +1,296 @@
+//! A series file (`firstbad watch`): a branch to follow, night after night, measured with the
+//! tables of a kernel hunt file.
+//!
+//! ```toml
+//! [series]
+//! name = "ext4-nightly"
+//! remote = "https://git.example.org/linux.git"   # or a path
+//! branch = "master"
+//! repo = "~/src/linux-watch"                     # the local repository it is fetched into
+//! boots = 4                                      # boots of the head and of the reference, a night
+//!
+//! [build]    # [[hosts]], [workload], [classify], [report]: as in a hunt file
+//! ```
+//!
+//! The hunt tables are validated by the hunt file's own code: the series' `[hunt]` table is
+//! made from `[series]` (the night's two commits come in later), so that every field of
+//! them has one definition, one set of bounds and one error message.
+
+use super::bounds::{self, Bound};
+use super::read;
+use super::{HuntConfig, HuntFile};
+use crate::error::ConfigError;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A validated series file.
+#[derive(Debug, Clone)]
+pub struct SeriesConfig {
+    /// The file this came from, for messages.
+    pub source: PathBuf,
+    /// The series' name (its default state directory, the subject of its mails).
+    pub name: String,
+    /// Where the branch is fetched from: a path or a URL, as git takes it.
+    pub remote: String,
+    /// The branch followed.
+    pub branch: String,
+    /// The local repository fetched into and built from (created when missing).
+    pub repo: PathBuf,
+    /// The series database, the nights' journals, the hunts it starts.
+    pub state_dir: PathBuf,
+    /// Measured boots of the head and of the reference, each, a night.
+    pub boots: usize,
+    /// Nights in a row whose head does not build or boot before that raises its own alert.
+    pub failure_nights: u32,
+    /// Boots an automatic hunt may spend in all before it stops for a person.
+    pub hunt_boots: u32,
+    /// The first reference (any revision); without it, the head of the first night.
+    pub reference: Option<String>,
+    /// Detection settings.
+    pub detect: DetectSettings,
+    /// The hunt file the nights and the automatic hunts are run with: `goods` and `bad` are
+    /// empty here and set per night and per hunt.
+    pub hunt: HuntConfig,
+}
+
+/// `[detect]`: when a move of the series is a regression.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DetectSettings {
+    /// Smallest relative move that counts (0.05 = 5%).
+    pub min_effect: f64,
+    /// The night's alarm: the chance of calling an unchanged head worse than its reference.
+    pub alpha: f64,
+    /// E-divisive's significance: the largest p-value of a change point (Otava's 0.001).
+    pub max_p_value: f64,
+    /// E-divisive's window, in nights (Otava's 50).
+    pub window: usize,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeries {
+    name: String,
+    remote: String,
+    branch: Option<String>,
+    repo: String,
+    state_dir: Option<String>,
+    boots: Option<i64>,
+    failure_nights: Option<i64>,
+    hunt_boots: Option<i64>,
+    reference: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDetect {
+    min_effect: Option<f64>,
+    alpha: Option<f64>,
+    max_p_value: Option<f64>,
+    window: Option<i64>,
+}
+
+/// `[series] boots`.
+pub const SERIES_BOOTS: Bound = bounds::int(
+    "series.boots",
+    2,
+    64,
+    4,
+    "boots of the head and of the reference a night; two is the least a spread comes from",
+);
+/// `[series] failure_nights`.
+pub const SERIES_FAILURE_NIGHTS: Bound = bounds::int(
+    "series.failure_nights",
+    1,
+    365,
+    3,
+    "nights in a row a head may fail to build or boot before that is an alert of its own",
+);
+/// `[series] hunt_boots`.
+pub const SERIES_HUNT_BOOTS: Bound = bounds::int(
+    "series.hunt_boots",
+    16,
+    100_000,
+    400,
+    "boots an automatic hunt may spend; 16 is the least its baselines take",
+);
+/// `[detect] min_effect`.
+pub const DETECT_MIN_EFFECT: Bound = bounds::open(
+    "detect.min_effect",
+    0.0,
+    10.0,
+    bounds::Default::Float(0.05),
+    "the smallest relative move that counts (0.05 = 5%)",
+);
+/// `[detect] alpha`.
+pub const DETECT_ALPHA: Bound = bounds::open(
+    "detect.alpha",
+    0.0,
+    0.5,
+    bounds::Default::Float(0.01),
+    "a probability: the night's false alarm rate",
+);
+/// `[detect] max_p_value`.
+pub const DETECT_MAX_P_VALUE: Bound = bounds::open(
+    "detect.max_p_value",
+    0.0,
+    0.5,
+    bounds::Default::Float(0.001),
+    "a probability: E-divisive's significance (Otava's default 0.001)",
+);
+/// `[detect] window`.
+pub const DETECT_WINDOW: Bound = bounds::int(
+    "detect.window",
+    4,
+    10_000,
+    50,
+    "nights E-divisive looks at around a change (Otava's default 50)",
+);
+
+/// Every number field of a series file's own tables.
+pub const SERIES_BOUNDS: &[Bound] = &[
+    SERIES_BOOTS,
+    SERIES_FAILURE_NIGHTS,
+    SERIES_HUNT_BOOTS,
+    DETECT_MIN_EFFECT,
+    DETECT_ALPHA,
+    DETECT_MAX_P_VALUE,
+    DETECT_WINDOW,
+];
+
+impl SeriesConfig {
+    /// Reads and validates a series file.
+    pub fn load(path: &Path) -> Result<SeriesConfig, ConfigError> {
+        Self::parse(path, &read::text_file(path)?)
+    }
+
+    /// Validates series-file text; `path` names it in errors and anchors relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<SeriesConfig, ConfigError> {
+        read::check_text(path, text)?;
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| read::syntax(path, text, &e))?;
+        let field = |field: &str, message: String| ConfigError::Field {
+            path: path.to_owned(),
+            field: field.to_owned(),
+            message: read::one_line(&message, 240),
+        };
+        for (t, why) in [
+            ("hunt", "a series has no [hunt]: [series] names the branch, and each night's two commits are chosen by firstbad"),
+            ("test", "a series measures kernels: [test] (a command hunt) is not supported in a series yet"),
+        ] {
+            if table.contains_key(t) {
+                return Err(field(t, why.into()));
+            }
+        }
+        let raw_series = table
+            .remove("series")
+            .ok_or_else(|| field("series", "missing: give [series] with name, remote, branch and repo".into()))?;
+        let series: RawSeries = raw_series
+            .try_into()
+            .map_err(|e: toml::de::Error| field("series", read::short_unknown_field(e.message())))?;
+        let detect: RawDetect = match table.remove("detect") {
+            Some(d) => d
+                .try_into()
+                .map_err(|e: toml::de::Error| field("detect", read::short_unknown_field(e.message())))?,
+            None => RawDetect::default(),
+        };
+        if series.remote.trim().is_empty() {
+            return Err(field(
+                "series.remote",
+                "is empty: give the repository to follow, a path or a URL".into(),
+            ));
+        }
+        let branch = series.branch.unwrap_or_else(|| "master".into());
+        if branch.trim().is_empty() || branch.starts_with('-') || branch.contains(['~', '^', ':', ' ', '*', '?', '[', '\\']) {
+            return Err(field(
+                "series.branch",
+                format!("{} is not a branch name", read::snippet(&branch)),
+            ));
+        }
+        // The hunt tables, validated as a hunt file's: `[hunt]` from `[series]`, with the
+        // night's commits placeholders (HEAD is never used: each night sets both).
+        let mut hunt = toml::Table::new();
+        hunt.insert("name".into(), series.name.clone().into());
+        hunt.insert("repo".into(), series.repo.clone().into());
+        hunt.insert("good".into(), "HEAD".into());
+        hunt.insert("bad".into(), "HEAD".into());
+        if let Some(s) = &series.state_dir {
+            hunt.insert("state_dir".into(), s.clone().into());
+        }
+        table.insert("hunt".into(), hunt.into());
+        let hunt_text = toml::to_string(&table).expect("a parsed table serialises");
+        let rename = |e: ConfigError| match e {
+            ConfigError::Field {
+                path,
+                field,
+                message,
+            } => ConfigError::Field {
+                path,
+                field: field.replacen("hunt.", "series.", 1),
+                message,
+            },
+            other => other,
+        };
+        let mut hunt = match HuntFile::parse(path, &hunt_text).map_err(rename)? {
+            HuntFile::Kernel(cfg) => *cfg,
+            HuntFile::Local(_) => unreachable!("[test] is refused above"),
+        };
+        if hunt.build.prebuilt().is_some() {
+            return Err(field(
+                "build.kind",
+                "a series follows a branch and builds its heads: prebuilt kernels are for hunts and reproduce".into(),
+            ));
+        }
+        hunt.goods.clear();
+        hunt.bad.clear();
+        let v = super::validate::Validator {
+            path,
+            base: path.parent().unwrap_or(Path::new(".")),
+        };
+        let remote = if series.remote.contains("://") || is_scp_like(&series.remote) {
+            series.remote.clone()
+        } else {
+            v.path("series.remote", &series.remote)?
+                .to_string_lossy()
+                .into_owned()
+        };
+        Ok(SeriesConfig {
+            source: path.to_owned(),
+            name: hunt.name.clone(),
+            remote,
+            branch,
+            repo: hunt.repo.clone(),
+            state_dir: hunt.state_dir.clone(),
+            boots: v.int(&SERIES_BOOTS, None, series.boots)?,
+            failure_nights: v.int(&SERIES_FAILURE_NIGHTS, None, series.failure_nights)?,
+            hunt_boots: v.int(&SERIES_HUNT_BOOTS, None, series.hunt_boots)?,
+            reference: series.reference.filter(|r| !r.trim().is_empty()),
+            detect: DetectSettings {
+                min_effect: v.float(&DETECT_MIN_EFFECT, detect.min_effect)?,
+                alpha: v.float(&DETECT_ALPHA, detect.alpha)?,
+                max_p_value: v.float(&DETECT_MAX_P_VALUE, detect.max_p_value)?,
+                window: v.int(&DETECT_WINDOW, None, detect.window)?,
+            },
+            hunt,
+        })
+    }
+
+    /// The hunt file of one comparison of the series: `good` measured as the baseline against
+    /// `bad`, with its journal and logs in `state_dir`.
+    pub fn hunt_between(&self, good: &str, bad: &str, state_dir: &Path) -> HuntConfig {
+        HuntConfig {
+            goods: vec![good.to_owned()],
+            bad: bad.to_owned(),
+            state_dir: state_dir.to_owned(),
+            ..self.hunt.clone()
+        }
+    }
+}
+
+/// `user@host:path`, git's scp-like ssh syntax (a path with a colon before any slash).
+fn is_scp_like(remote: &str) -> bool {
+    match (remote.find(':'), remote.find('/')) {
+        (Some(c), Some(s)) => c < s && c > 0,
+        (Some(c), None) => c > 0,
+        _ => false,
+    }
+}

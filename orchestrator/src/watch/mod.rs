@@ -1,0 +1,398 @@
+//! `firstbad watch`: nightly regression hunts. One cycle fetches the followed branch, boots
+//! its new head against the series' reference (interleaved, a few boots each), places any
+//! change among the nights, hunts a regression's first bad commit with the ordinary engine,
+//! and tells people. Everything goes to the series database first; a cycle killed at any
+//! point resumes on the next run.
+//!
+//! - `db.rs`: the series' events and their fold; `fetch.rs`: git2 fetch of the branch;
+//! - `detect.rs`: from the nights to a change (the alarm and the history).
+
+pub mod cli;
+pub mod db;
+pub mod detect;
+pub mod fetch;
+pub mod reports;
+
+use crate::config::{Build, SeriesConfig};
+use crate::error::exit_code;
+use crate::hunt::{self, short, HuntError, HuntState};
+use crate::journal::{BootOutcome, Event, HuntEnd, Journal, JournalError};
+use db::{Night, RegressionState, SeriesBoot, SeriesDb, SeriesEvent};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Why a cycle stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The series file, the repository or the database do not fit; nothing was run.
+    #[error("{0}")]
+    BadInput(String),
+    /// The series database failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A night or a hunt stopped; the next cycle resumes it.
+    #[error(transparent)]
+    Hunt(#[from] HuntError),
+    /// The branch could not be fetched; the next cycle tries again.
+    #[error("fetch: {0}")]
+    Fetch(String),
+}
+
+impl WatchError {
+    /// The documented exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            WatchError::BadInput(_) => exit_code::BAD_INPUT,
+            WatchError::Journal(_) => exit_code::ERROR,
+            WatchError::Hunt(e) => e.exit_code(),
+            WatchError::Fetch(_) => exit_code::INFRASTRUCTURE,
+        }
+    }
+}
+
+/// The series database inside a series' state directory.
+pub fn db_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("series.sqlite")
+}
+
+/// Where night `n`'s journal, logs and consoles are.
+pub fn night_dir(state_dir: &Path, night: u32) -> PathBuf {
+    state_dir.join("nights").join(format!("{night:04}"))
+}
+
+/// Where the hunt of change `id` runs.
+pub fn hunt_dir(state_dir: &Path, id: u32) -> PathBuf {
+    state_dir.join("hunts").join(format!("{id:03}"))
+}
+
+/// What a series' values mean: a series file that changes one of these is another series.
+pub fn meaning(cfg: &SeriesConfig) -> Result<BTreeMap<String, String>, WatchError> {
+    let mut m = hunt::measurement_meaning(&cfg.hunt)?;
+    m.insert("series.remote".into(), cfg.remote.clone());
+    m.insert("series.branch".into(), cfg.branch.clone());
+    Ok(m)
+}
+
+/// What one cycle did, line by line, for the log and the terminal.
+#[derive(Debug, Default)]
+pub struct Cycle {
+    /// What happened, for a person.
+    pub lines: Vec<String>,
+}
+
+impl Cycle {
+    fn say(&mut self, line: String) {
+        tracing::info!("{line}");
+        self.lines.push(line);
+    }
+}
+
+/// Runs one cycle of a series: resume what an interrupted cycle left, else fetch and measure a
+/// new head; then detect, hunt and tell.
+pub async fn cycle(cfg: &SeriesConfig) -> Result<Cycle, WatchError> {
+    std::fs::create_dir_all(&cfg.state_dir).map_err(|e| {
+        WatchError::BadInput(format!(
+            "{}: series.state_dir: cannot create {}: {e}",
+            cfg.source.display(),
+            cfg.state_dir.display()
+        ))
+    })?;
+    let _lock = hunt::state_dir::lock_state_dir(&cfg.state_dir)?;
+    let mut db = SeriesDb::open(&db_path(&cfg.state_dir), meaning(cfg)?, &cfg.source)?;
+    let mut out = Cycle::default();
+    match db.state.open_night().cloned() {
+        Some(night) => {
+            out.say(format!(
+                "night {}: resuming {} against {}",
+                night.night,
+                short(&night.head),
+                short(&night.reference)
+            ));
+            run_night(cfg, &mut db, &night, &mut out).await?;
+        }
+        None => new_night(cfg, &mut db, &mut out).await?,
+    }
+    detect::after_night(cfg, &mut db, &mut out)?;
+    hunt_regression(cfg, &mut db, &mut out).await?;
+    Ok(out)
+}
+
+/// Fetches the branch; when its head moved, starts and runs a night for it.
+async fn new_night(
+    cfg: &SeriesConfig,
+    db: &mut SeriesDb,
+    out: &mut Cycle,
+) -> Result<(), WatchError> {
+    let head = fetch::fetch(&cfg.repo, &cfg.remote, &cfg.branch).map_err(WatchError::Fetch)?;
+    let reference = match db.state.reference.clone() {
+        Some(r) => r,
+        None => {
+            let (commit, why) = match &cfg.reference {
+                Some(rev) => {
+                    let history = crate::history::History::open(&cfg.repo)
+                        .map_err(|e| WatchError::BadInput(e.to_string()))?;
+                    let id = history.resolve(rev).map_err(|e| {
+                        WatchError::BadInput(format!(
+                            "{}: series.reference: {e}",
+                            cfg.source.display()
+                        ))
+                    })?;
+                    (id, format!("series.reference = {rev:?}"))
+                }
+                None => (head.clone(), "the head of the first night".to_owned()),
+            };
+            db.record(SeriesEvent::Reference {
+                commit: commit.clone(),
+                why: why.clone(),
+            })?;
+            out.say(format!("reference: {} ({why})", short(&commit)));
+            commit
+        }
+    };
+    let last = db.state.nights.last().map(|n| n.head.clone());
+    if last.as_deref() == Some(head.as_str()) || head == reference {
+        out.say(format!(
+            "{} is still at {}: nothing new to measure",
+            cfg.branch,
+            short(&head)
+        ));
+        return Ok(());
+    }
+    let night = db.state.nights.last().map_or(1, |n| n.night + 1);
+    db.record(SeriesEvent::NightStarted {
+        night,
+        head: head.clone(),
+        reference: reference.clone(),
+    })?;
+    out.say(format!(
+        "night {night}: {} {} against the reference {}",
+        cfg.branch,
+        short(&head),
+        short(&reference)
+    ));
+    let n = db.state.open_night().cloned().expect("just started");
+    run_night(cfg, db, &n, out).await
+}
+
+/// Boots a night's head and reference to the series' count; its end goes to the database.
+async fn run_night(
+    cfg: &SeriesConfig,
+    db: &mut SeriesDb,
+    night: &Night,
+    out: &mut Cycle,
+) -> Result<(), WatchError> {
+    let dir = night_dir(&cfg.state_dir, night.night);
+    let hunt_cfg = cfg.hunt_between(&night.reference, &night.head, &dir);
+    match hunt::measure_pair(&hunt_cfg, &dir, cfg.boots).await {
+        Ok(outcome) => {
+            let summary = match outcome.end {
+                HuntEnd::Measured { summary } => summary,
+                other => format!("{other:?}"),
+            };
+            let boots = night_boots(cfg, &dir)?;
+            db.record(SeriesEvent::NightMeasured {
+                night: night.night,
+                boots,
+                summary: summary.clone(),
+            })?;
+            out.say(format!("night {}: {summary}", night.night));
+            Ok(())
+        }
+        Err(e) => match head_failure(cfg, &dir, &night.head)? {
+            Some(reason) => {
+                db.record(SeriesEvent::NightFailed {
+                    night: night.night,
+                    reason: reason.clone(),
+                })?;
+                out.say(format!(
+                    "night {}: the head {} {reason}; the next head is tested on the next night",
+                    night.night,
+                    short(&night.head)
+                ));
+                Ok(())
+            }
+            None => Err(e.into()),
+        },
+    }
+}
+
+/// Why a night's head cannot be measured (it does not build, or its boots fail), read from
+/// the night's journal; `None` when the night stopped for another reason (the reference, a
+/// host), which the next cycle resumes.
+fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<String>, WatchError> {
+    let path = hunt::journal_path(dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let entries = Journal::open_read_only(&path)?.events()?;
+    let state = HuntState::replay(&entries);
+    if let Some(crate::journal::BuildOutcome::Failed { error_lines, log }) = state.builds.get(head)
+    {
+        return Ok(Some(format!(
+            "does not build ({}; log {})",
+            error_lines.first().map_or("see the log", String::as_str),
+            log.display()
+        )));
+    }
+    let boots = state.boots.get(head).map_or(&[][..], Vec::as_slice);
+    let settings = hunt::settings(&cfg.hunt);
+    Ok(hunt::judge::endpoint_failing(&settings, head, "head", boots))
+}
+
+/// Every boot of a night, from its journal.
+fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchError> {
+    let config = match &cfg.hunt.build {
+        Build::Source(b) => std::fs::read(&b.kernel_config)
+            .map(|k| hunt::prelude::content_hash(&k))
+            .unwrap_or_default(),
+        Build::Prebuilt(_) => String::new(),
+    };
+    let entries = Journal::open_read_only(&hunt::journal_path(dir))?.events()?;
+    Ok(entries
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::BootFinished {
+                commit,
+                host,
+                outcome,
+                ..
+            } => Some(match outcome {
+                BootOutcome::Measured { value, result, .. } => SeriesBoot {
+                    commit,
+                    at_ms: e.at_ms,
+                    host,
+                    config: config.clone(),
+                    value: Some(value),
+                    metrics: result.metrics,
+                    failed: None,
+                },
+                BootOutcome::Failed { reason, .. } => SeriesBoot {
+                    commit,
+                    at_ms: e.at_ms,
+                    host,
+                    config: config.clone(),
+                    value: None,
+                    metrics: BTreeMap::new(),
+                    failed: Some(reason),
+                },
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Runs (or resumes) the hunt of the open regression, within the series' boot budget, and
+/// journals its outcome.
+async fn hunt_regression(
+    cfg: &SeriesConfig,
+    db: &mut SeriesDb,
+    out: &mut Cycle,
+) -> Result<(), WatchError> {
+    let Some(change) = db.state.open_regression().cloned() else {
+        return Ok(());
+    };
+    let dir = hunt_dir(&cfg.state_dir, change.id);
+    let hunt_cfg = cfg.hunt_between(&change.good, &change.bad, &dir);
+    out.say(format!(
+        "regression #{}: hunting between {} and {} (at most {} boots) in {}",
+        change.id,
+        short(&change.good),
+        short(&change.bad),
+        cfg.hunt_boots,
+        dir.display()
+    ));
+    let outcome = match hunt::run_budgeted(&hunt_cfg, cfg.hunt_boots as usize).await {
+        Ok(o) => match o.end {
+            HuntEnd::Found { commit } => RegressionState::Found {
+                culprit: commit,
+                confirmed: o.confirmation.as_ref().is_some_and(|c| c.confirmed),
+                probability: o.confirmation.as_ref().and_then(|c| c.confidence),
+            },
+            HuntEnd::OnlySkippedLeft { commits } => RegressionState::Ambiguous { commits },
+            HuntEnd::NotReproduced { message } => RegressionState::NotReproduced { message },
+            other => RegressionState::NotReproduced {
+                message: format!("{other:?}"),
+            },
+        },
+        Err(HuntError::BudgetSpent(boots)) => RegressionState::BudgetSpent { boots },
+        Err(e) => {
+            out.say(format!(
+                "regression #{}: the hunt stopped ({e}); the next cycle resumes it",
+                change.id
+            ));
+            return Err(e.into());
+        }
+    };
+    out.say(format!("regression #{}: {}", change.id, describe(&outcome)));
+    db.record(SeriesEvent::HuntEnded {
+        id: change.id,
+        outcome,
+    })?;
+    Ok(())
+}
+
+/// A regression's state in a line.
+pub fn describe(s: &RegressionState) -> String {
+    match s {
+        RegressionState::Hunting => "hunting".into(),
+        RegressionState::Found {
+            culprit,
+            confirmed,
+            probability,
+        } => format!(
+            "culprit {}{}",
+            short(culprit),
+            match (confirmed, probability) {
+                (true, Some(p)) => format!(", confirmed at {:.0}%", p * 100.0),
+                (true, None) => ", confirmed".into(),
+                (false, _) => ", not confirmed by the re-test".into(),
+            }
+        ),
+        RegressionState::NotReproduced { message } => format!("not reproduced: {message}"),
+        RegressionState::Ambiguous { commits } => format!(
+            "ambiguous: one of {}",
+            commits
+                .iter()
+                .map(|c| short(c).to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        RegressionState::BudgetSpent { boots } => {
+            format!("no answer within the boot budget ({boots} boots): a person decides")
+        }
+    }
+}
+
+/// `firstbad watch <series> ack <id>`: a person acknowledges change `id`; it stops alerting
+/// and its culprit (or the first commit after it) becomes the reference.
+pub fn acknowledge(cfg: &SeriesConfig, id: u32) -> Result<String, WatchError> {
+    let _lock = hunt::state_dir::lock_state_dir(&cfg.state_dir)?;
+    let mut db = SeriesDb::open(&db_path(&cfg.state_dir), meaning(cfg)?, &cfg.source)?;
+    let Some(change) = db.state.changes.iter().find(|c| c.id == id).cloned() else {
+        return Err(WatchError::BadInput(format!(
+            "{}: no change #{id} in this series (`firstbad watch {} status` lists them)",
+            cfg.source.display(),
+            cfg.source.display()
+        )));
+    };
+    if change.acknowledged {
+        return Ok(format!("change #{id} was already acknowledged"));
+    }
+    db.record(SeriesEvent::Acknowledged { id })?;
+    // The newest head measured is what "the series now" is: the acknowledged change is in it.
+    let reference = db
+        .state
+        .nights
+        .iter()
+        .rev()
+        .find(|n| n.boots.is_some())
+        .map_or(change.bad.clone(), |n| n.head.clone());
+    db.record(SeriesEvent::Reference {
+        commit: reference.clone(),
+        why: format!("change #{id} acknowledged"),
+    })?;
+    Ok(format!(
+        "change #{id} acknowledged; the reference is now {}",
+        short(&reference)
+    ))
+}
