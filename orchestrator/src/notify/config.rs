@@ -573,7 +573,10 @@ fn ca_file(v: &V, field: &str, raw: &str) -> Result<PathBuf, ConfigError> {
     let p = if p.is_absolute() {
         p
     } else {
-        let base = v.path.parent().unwrap_or(Path::new("."));
+        let base = match v.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
         std::fs::canonicalize(base)
             .unwrap_or_else(|_| base.to_owned())
             .join(p)

@@ -104,7 +104,7 @@ pub(super) async fn send(
                     let what = describe(&e, timeout.as_secs());
                     // 5xx (bad password, recipient refused) and TLS failures (a certificate
                     // that is not trusted) do not pass with time; the rest may.
-                    if e.is_permanent() || e.is_tls() {
+                    if e.is_permanent() || is_tls(&e) {
                         Attempt::Fail(what)
                     } else {
                         Attempt::Retry(what)
@@ -138,13 +138,23 @@ fn describe(e: &lettre::transport::smtp::Error, timeout_s: u64) -> String {
         return format!("no answer within {timeout_s} s (notify.email.timeout_s)");
     }
     let what = chain(e);
-    if e.is_tls() {
+    if is_tls(e) {
         format!("TLS failed: {what} (a private CA? name its PEM file in notify.email.ca_file)")
     } else if e.status().is_some_and(|c| c.to_string().starts_with("53")) {
         format!("authentication refused: {what} (check notify.email.user and the password)")
     } else {
         what
     }
+}
+
+/// Whether the TLS handshake failed: lettre reports a certificate rustls refused during
+/// the handshake as a connection error, so its sources are read too.
+fn is_tls(e: &lettre::transport::smtp::Error) -> bool {
+    let text = chain(e);
+    e.is_tls()
+        || ["peer certificate", "certificate verify", "handshake"]
+            .iter()
+            .any(|w| text.contains(w))
 }
 
 /// The mail as lettre builds it: headers, threading, the plain-text body.

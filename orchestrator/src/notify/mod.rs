@@ -246,7 +246,15 @@ fn chain(e: &dyn std::error::Error) -> String {
         }
         source = s.source();
     }
-    out
+    // lettre wraps an I/O error in its own "Connection error: " and the I/O error's text
+    // says it again: keep one of each part.
+    let mut parts: Vec<&str> = Vec::new();
+    for part in out.split(": ") {
+        if parts.last() != Some(&part) {
+            parts.push(part);
+        }
+    }
+    parts.join(": ")
 }
 
 #[cfg(test)]

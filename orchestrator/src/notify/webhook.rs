@@ -54,7 +54,17 @@ pub(super) async fn send(
         async move {
             let response = match request.send().await {
                 Ok(r) => r,
-                Err(e) => return Attempt::Retry(transport_error(&e, timeout_s)),
+                Err(e) => {
+                    let what = transport_error(&e, timeout_s);
+                    // A certificate the roots (and ca_file) do not vouch for stays so.
+                    return if what.contains("certificate") {
+                        Attempt::Fail(format!(
+                            "{what} (a private CA? name its PEM file in notify.webhook.ca_file)"
+                        ))
+                    } else {
+                        Attempt::Retry(what)
+                    };
+                }
             };
             let status = response.status();
             if status.is_success() {
