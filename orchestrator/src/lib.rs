@@ -16,6 +16,7 @@ pub mod hunt;
 pub mod journal;
 pub mod local;
 pub mod metric;
+pub mod notify;
 pub mod posterior;
 pub mod prebuilt;
 pub mod replay;
