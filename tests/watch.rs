@@ -6,7 +6,8 @@
 //! The nights: 1 sets the reference (demo-good); 2's head is the demo's build break (a failed
 //! night, recorded, no alarm); 3's head is the culprit's parent (quiet, killed with `kill -9`
 //! in the middle of its boots and resumed); 4's head is just past the culprit (the alarm, and
-//! the automatic hunt names the culprit).
+//! the automatic hunt names the culprit). The mails go to a real SMTP server (aiosmtpd) and the
+//! webhook to a receiver on 127.0.0.1, and both are read back.
 
 mod common;
 
@@ -18,7 +19,126 @@ use std::time::{Duration, Instant};
 /// Boots of the head and of the reference a night: what a lab spends on a nightly check.
 const BOOTS: usize = 3;
 
-fn series_file(dir: &Path, upstream: &Path) -> PathBuf {
+/// A real SMTP server (Debian's python3-aiosmtpd) writing what it receives into a maildir.
+struct Smtp {
+    child: std::process::Child,
+    port: u16,
+    maildir: PathBuf,
+}
+
+impl Drop for Smtp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+impl Smtp {
+    fn start(dir: &Path) -> Smtp {
+        let maildir = dir.join("maildir");
+        let port = free_port();
+        // Debian's python3 first: a pyenv one on PATH may lack the package.
+        let python = ["/usr/bin/python3", "python3"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .unwrap_or("python3");
+        let child = std::process::Command::new(python)
+            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}")])
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3 -m aiosmtpd (scripts/install-deps installs python3-aiosmtpd)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "aiosmtpd did not listen");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Smtp {
+            child,
+            port,
+            maildir,
+        }
+    }
+
+    /// Every mail received, in the order sent, as a mail client reads it: its headers
+    /// (decoded, unfolded) and its decoded body, by Python's email parser.
+    fn mails(&self) -> Vec<String> {
+        if !self.maildir.join("new").exists() {
+            return Vec::new();
+        }
+        let out = std::process::Command::new("/usr/bin/python3")
+            .arg(root().join("orchestrator/tests/fixtures/read_maildir.py"))
+            .arg(&self.maildir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mails: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        mails
+            .iter()
+            .map(|m| {
+                let headers: Vec<String> = m["headers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| format!("{}: {}", h[0].as_str().unwrap(), h[1].as_str().unwrap()))
+                    .collect();
+                format!(
+                    "{}\n\n{}",
+                    headers.join("\n"),
+                    m["body"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+}
+
+/// A webhook receiver on 127.0.0.1: answers 200 to every POST and keeps the bodies.
+fn webhook_receiver() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = got.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_ok() {
+                keep.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&body).into_owned());
+            }
+            let _ = reader
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (port, got)
+}
+
+fn series_file(dir: &Path, upstream: &Path, smtp: u16, webhook: u16) -> PathBuf {
     let path = dir.join("series.toml");
     let text = format!(
         r#"[series]
@@ -32,6 +152,16 @@ boots = {BOOTS}
 
 [detect]
 min_effect = 0.2
+
+[notify.email]
+server = "127.0.0.1"
+port = {smtp}
+tls = "none"
+from = "firstbad <firstbad@lab.example.org>"
+to = ["maintainer@example.org"]
+
+[notify.webhook]
+url = "http://127.0.0.1:{webhook}/firstbad"
 
 [classify]
 min_effect = 0.2
@@ -76,17 +206,32 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
         .arg(&upstream)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let series = series_file(dir.path(), &upstream);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let smtp = Smtp::start(dir.path());
+    let (webhook, posted) = webhook_receiver();
+    let series = series_file(dir.path(), &upstream, smtp.port, webhook);
 
     let line: Vec<String> = git(
         demo_tree(),
-        &["rev-list", "--first-parent", "--reverse", "demo-good..demo-bad"],
+        &[
+            "rev-list",
+            "--first-parent",
+            "--reverse",
+            "demo-good..demo-bad",
+        ],
     )
     .lines()
     .map(str::to_owned)
     .collect();
-    let at = |c: &str| line.iter().position(|l| l == c).expect("on the first-parent line");
+    let at = |c: &str| {
+        line.iter()
+            .position(|l| l == c)
+            .expect("on the first-parent line")
+    };
     let culprit = commit_by_subject(&demo_fact("culprit_subject"));
     let broken = commit_by_subject(&demo_fact("broken_subject"));
     let (ic, ib) = (at(&culprit), at(&broken));
@@ -102,7 +247,10 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     let (code, stdout, stderr) = night(&upstream, &series, &broken);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let s = status(&series);
-    assert!(s.contains("night   1:") && s.contains("failed: does not build"), "{s}");
+    assert!(
+        s.contains("night   1:") && s.contains("failed: does not build"),
+        "{s}"
+    );
 
     // Night 3: the culprit's parent, killed in the middle of its boots, then resumed.
     let parent = &line[ic - 1];
@@ -117,7 +265,10 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(3600);
     loop {
-        assert!(child.try_wait().unwrap().is_none(), "the night ended before the kill");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the night ended before the kill"
+        );
         let booted = night_dir.join("journal.sqlite").exists()
             && journal_events(&night_dir)
                 .iter()
@@ -144,7 +295,11 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
         .into_iter()
         .filter(|(k, _, _)| k == "boot-finished")
         .collect();
-    assert_eq!(&after[..before.len()], &before[..], "a finished boot was redone");
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "a finished boot was redone"
+    );
     let measured = after
         .iter()
         .filter(|(_, _, b)| b["outcome"]["status"] == "measured")
@@ -171,5 +326,31 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
         s.contains(&format!("culprit {}, confirmed", &culprit[..12])),
         "{s}\n{stderr}"
     );
+
+    // Two mails in one thread: the regression detected, then its culprit with the report.
+    let mails = smtp.mails();
+    assert_eq!(mails.len(), 2, "{mails:#?}");
+    let (detected, found) = (&mails[0], &mails[1]);
+    assert!(detected.contains("since night 3"), "{detected}");
+    assert!(
+        found.contains(&format!("culprit {}", &culprit[..12])),
+        "{found}"
+    );
+    assert!(
+        detected.contains("To: maintainer@example.org"),
+        "{detected}"
+    );
+    assert!(found.contains("In-Reply-To:"), "{found}");
+    assert!(
+        found.contains(&demo_fact("culprit_subject")),
+        "the email report: {found}"
+    );
+    let posted = posted.lock().unwrap().clone();
+    assert_eq!(posted.len(), 2, "{posted:#?}");
+    assert!(posted[1].contains(&culprit), "{}", posted[1]);
+    // A later cycle tells nobody again and starts no second hunt.
+    let (code, stdout, stderr) = night(&upstream, &series, head);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(smtp.mails().len(), 2);
     keep_if_asked(dir);
 }

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 /// A series file in `dir` with `series` as its `[series]` body and the demo's kernel tables.
@@ -50,15 +53,35 @@ repo = "/tmp/linux""#;
 fn a_bad_series_file_names_the_file_the_field_and_the_fix() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &str, &[&str])] = &[
-        (&format!("{OK}\nboots = 1"), "", &["series.toml: series.boots: 1 is out of range"]),
+        (
+            &format!("{OK}\nboots = 1"),
+            "",
+            &["series.toml: series.boots: 1 is out of range"],
+        ),
         (&format!("{OK}\nboots = 100000"), "", &["series.boots"]),
         ("name = \"s\"\nrepo = \"/tmp/x\"", "", &["series", "remote"]),
-        (&format!("{OK}\nbranch = \"a b\""), "", &["series.branch", "not a branch name"]),
+        (
+            &format!("{OK}\nbranch = \"a b\""),
+            "",
+            &["series.branch", "not a branch name"],
+        ),
         (&format!("{OK}\ncolour = 1"), "", &["series", "colour"]),
-        ("name = \"bad name\"\nremote = \"/x\"\nrepo = \"/y\"", "", &["series.name"]),
-        (OK, "[detect]\nmin_effect = 0", &["detect.min_effect", "out of range"]),
+        (
+            "name = \"bad name\"\nremote = \"/x\"\nrepo = \"/y\"",
+            "",
+            &["series.name"],
+        ),
+        (
+            OK,
+            "[detect]\nmin_effect = 0",
+            &["detect.min_effect", "out of range"],
+        ),
         (OK, "[detect]\nwindow = 2", &["detect.window"]),
-        (OK, "[hunt]\nname = \"x\"", &["hunt: a series has no [hunt]"]),
+        (
+            OK,
+            "[hunt]\nname = \"x\"",
+            &["hunt: a series has no [hunt]"],
+        ),
         (OK, "[classify]\nalpha = 2.0", &["classify.alpha"]),
     ];
     for (series, extra, wanted) in cases {
@@ -76,7 +99,10 @@ fn the_sample_series_file_is_valid() {
     assert_eq!(cfg.boots, 4);
     assert_eq!(cfg.branch, "master");
     assert_eq!(cfg.detect.window, 50, "Otava's default window");
-    assert_eq!(cfg.detect.max_p_value, 0.001, "Otava's default significance");
+    assert_eq!(
+        cfg.detect.max_p_value, 0.001,
+        "Otava's default significance"
+    );
 }
 
 #[test]
@@ -91,11 +117,17 @@ fn fetch_follows_the_branch_of_a_path_remote_into_a_new_repository() {
     let one = git_str(&upstream, &["rev-parse", "HEAD"]);
     let local = dir.path().join("local");
     let up = upstream.to_str().unwrap();
-    assert_eq!(firstbad::watch::fetch::fetch(&local, up, "main").unwrap(), one);
+    assert_eq!(
+        firstbad::watch::fetch::fetch(&local, up, "main").unwrap(),
+        one
+    );
     std::fs::write(upstream.join("f"), "2").unwrap();
     git_ok(&upstream, &["commit", "-q", "-am", "two"]);
     let two = git_str(&upstream, &["rev-parse", "HEAD"]);
-    assert_eq!(firstbad::watch::fetch::fetch(&local, up, "main").unwrap(), two);
+    assert_eq!(
+        firstbad::watch::fetch::fetch(&local, up, "main").unwrap(),
+        two
+    );
     // The commit is there to build: a worktree of the local repository can check it out.
     assert_eq!(git_str(&local, &["cat-file", "-t", &two]), "commit");
     let e = firstbad::watch::fetch::fetch(&local, up, "nope").unwrap_err();

@@ -94,7 +94,6 @@ pub fn commit_by_subject(subject: &str) -> String {
         .unwrap_or_else(|| panic!("no commit {subject:?} in the demo tree"))
 }
 
-
 /// The demo's kernel tables, TCG qemu host and fsync workload: every e2e test builds the
 /// same kernels, which the build cache shares between them.
 pub fn kernel_tables() -> String {
@@ -155,7 +154,6 @@ pub fn qemu_children(pid: u32) -> usize {
         .count()
 }
 
-
 /// With `FIRSTBAD_E2E_KEEP` set, keeps a hunt test's directory (journal, consoles) for a
 /// person to read, and says where.
 pub fn keep_if_asked(dir: tempfile::TempDir) {
@@ -163,4 +161,3 @@ pub fn keep_if_asked(dir: tempfile::TempDir) {
         eprintln!("kept {}", dir.keep().display());
     }
 }
-

@@ -142,7 +142,13 @@ impl Bound {
     }
 }
 
-pub(super) const fn int(field: &'static str, min: i64, max: i64, default: i64, why: &'static str) -> Bound {
+pub(super) const fn int(
+    field: &'static str,
+    min: i64,
+    max: i64,
+    default: i64,
+    why: &'static str,
+) -> Bound {
     Bound {
         field,
         kind: None,

@@ -48,6 +48,8 @@ pub struct SeriesConfig {
     pub reference: Option<String>,
     /// Detection settings.
     pub detect: DetectSettings,
+    /// Who is told, and how (`[notify]`, docs/notify.md); none without the table.
+    pub notify: Option<crate::notify::NotifyConfig>,
     /// The hunt file the nights and the automatic hunts are run with: `goods` and `bad` are
     /// empty here and set per night and per hunt.
     pub hunt: HuntConfig,
@@ -181,18 +183,25 @@ impl SeriesConfig {
                 return Err(field(t, why.into()));
             }
         }
-        let raw_series = table
-            .remove("series")
-            .ok_or_else(|| field("series", "missing: give [series] with name, remote, branch and repo".into()))?;
-        let series: RawSeries = raw_series
-            .try_into()
-            .map_err(|e: toml::de::Error| field("series", read::short_unknown_field(e.message())))?;
+        let raw_series = table.remove("series").ok_or_else(|| {
+            field(
+                "series",
+                "missing: give [series] with name, remote, branch and repo".into(),
+            )
+        })?;
+        let series: RawSeries = raw_series.try_into().map_err(|e: toml::de::Error| {
+            field("series", read::short_unknown_field(e.message()))
+        })?;
         let detect: RawDetect = match table.remove("detect") {
-            Some(d) => d
-                .try_into()
-                .map_err(|e: toml::de::Error| field("detect", read::short_unknown_field(e.message())))?,
+            Some(d) => d.try_into().map_err(|e: toml::de::Error| {
+                field("detect", read::short_unknown_field(e.message()))
+            })?,
             None => RawDetect::default(),
         };
+        let notify = table
+            .remove("notify")
+            .map(|t| crate::notify::parse(path, &t))
+            .transpose()?;
         if series.remote.trim().is_empty() {
             return Err(field(
                 "series.remote",
@@ -200,7 +209,10 @@ impl SeriesConfig {
             ));
         }
         let branch = series.branch.unwrap_or_else(|| "master".into());
-        if branch.trim().is_empty() || branch.starts_with('-') || branch.contains(['~', '^', ':', ' ', '*', '?', '[', '\\']) {
+        if branch.trim().is_empty()
+            || branch.starts_with('-')
+            || branch.contains(['~', '^', ':', ' ', '*', '?', '[', '\\'])
+        {
             return Err(field(
                 "series.branch",
                 format!("{} is not a branch name", read::snippet(&branch)),
@@ -270,6 +282,7 @@ impl SeriesConfig {
                 max_p_value: v.float(&DETECT_MAX_P_VALUE, detect.max_p_value)?,
                 window: v.int(&DETECT_WINDOW, None, detect.window)?,
             },
+            notify,
             hunt,
         })
     }

@@ -193,7 +193,10 @@ pub fn fingerprint(meaning: &BTreeMap<String, String>) -> String {
 }
 
 /// The fields of `new` whose values differ from `old`, as `field: was X, now Y`.
-pub fn changed_fields(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> Vec<String> {
+pub fn changed_fields(
+    old: &BTreeMap<String, String>,
+    new: &BTreeMap<String, String>,
+) -> Vec<String> {
     let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
     keys.sort();
     keys.dedup();

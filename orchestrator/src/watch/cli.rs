@@ -113,13 +113,21 @@ pub fn status(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
             c.id,
             c.night,
             c.effect * 100.0,
-            if c.regression { "regression" } else { "improvement" },
+            if c.regression {
+                "regression"
+            } else {
+                "improvement"
+            },
             short(&c.good),
             short(&c.bad),
             c.outcome
                 .as_ref()
                 .map_or_else(|| "hunting".to_owned(), describe),
-            if c.acknowledged { " (acknowledged)" } else { "" }
+            if c.acknowledged {
+                " (acknowledged)"
+            } else {
+                ""
+            }
         );
     }
     o

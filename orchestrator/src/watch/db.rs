@@ -488,6 +488,9 @@ mod tests {
             .err()
             .expect("another branch is another series")
             .to_string();
-        assert!(e.contains("series.branch: was \"master\", now \"next\""), "{e}");
+        assert!(
+            e.contains("series.branch: was \"master\", now \"next\""),
+            "{e}"
+        );
     }
 }

@@ -39,7 +39,11 @@ pub fn find(nights: &[Measured], direction: Direction, min_effect: f64) -> Optio
         return None;
     }
     let h: Vec<f64> = last.head.iter().map(|&v| oriented(v, direction)).collect();
-    let r: Vec<f64> = last.reference.iter().map(|&v| oriented(v, direction)).collect();
+    let r: Vec<f64> = last
+        .reference
+        .iter()
+        .map(|&v| oriented(v, direction))
+        .collect();
     let effect = (median(&h) - median(&r)).exp() - 1.0;
     let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
     let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
@@ -78,7 +82,11 @@ fn measured(state: &SeriesState) -> Vec<(u32, String, String, Measured)> {
 
 /// After a cycle's night: journals a newly confirmed change, and moves the reference to the
 /// newest head when no regression holds it.
-pub fn after_night(cfg: &SeriesConfig, db: &mut SeriesDb, out: &mut Cycle) -> Result<(), WatchError> {
+pub fn after_night(
+    cfg: &SeriesConfig,
+    db: &mut SeriesDb,
+    out: &mut Cycle,
+) -> Result<(), WatchError> {
     let nights = measured(&db.state);
     let Some((last_night, _, last_head, _)) = nights.last().cloned() else {
         return Ok(());
@@ -87,11 +95,7 @@ pub fn after_night(cfg: &SeriesConfig, db: &mut SeriesDb, out: &mut Cycle) -> Re
         return Ok(());
     }
     let values: Vec<Measured> = nights.iter().map(|n| n.3.clone()).collect();
-    let found = find(
-        &values,
-        cfg.hunt.workload.direction,
-        cfg.detect.min_effect,
-    );
+    let found = find(&values, cfg.hunt.workload.direction, cfg.detect.min_effect);
     let holding = db.state.unacknowledged_regression().cloned();
     db.record(SeriesEvent::Judged {
         night: last_night,

@@ -12,6 +12,7 @@ pub mod db;
 pub mod detect;
 pub mod fetch;
 pub mod reports;
+pub mod tell;
 
 use crate::config::{Build, SeriesConfig};
 use crate::error::exit_code;
@@ -113,7 +114,11 @@ pub async fn cycle(cfg: &SeriesConfig) -> Result<Cycle, WatchError> {
         None => new_night(cfg, &mut db, &mut out).await?,
     }
     detect::after_night(cfg, &mut db, &mut out)?;
-    hunt_regression(cfg, &mut db, &mut out).await?;
+    // Told before the hunt (which can take hours) and again after it.
+    tell::tell(cfg, &mut db, &mut out).await?;
+    let hunted = hunt_regression(cfg, &mut db, &mut out).await;
+    tell::tell(cfg, &mut db, &mut out).await?;
+    hunted?;
     Ok(out)
 }
 
@@ -236,7 +241,9 @@ fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<Str
     }
     let boots = state.boots.get(head).map_or(&[][..], Vec::as_slice);
     let settings = hunt::settings(&cfg.hunt);
-    Ok(hunt::judge::endpoint_failing(&settings, head, "head", boots))
+    Ok(hunt::judge::endpoint_failing(
+        &settings, head, "head", boots,
+    ))
 }
 
 /// Every boot of a night, from its journal.

@@ -45,9 +45,8 @@ pub fn hunt_reports(cfg: &HuntConfig) -> Result<Option<HuntReports>, WatchError>
     let built = report::Report::build(&ctx, &id, &state, &commits);
     let range = commits.range(&id.good, &id.bad);
     let html = cfg.state_dir.join("report.html");
-    std::fs::write(&html, report::html::html(&built, range.as_deref())).map_err(|e| {
-        WatchError::BadInput(format!("writing {}: {e}", html.display()))
-    })?;
+    std::fs::write(&html, report::html::html(&built, range.as_deref()))
+        .map_err(|e| WatchError::BadInput(format!("writing {}: {e}", html.display())))?;
     let json = serde_json::from_str(&built.json()).unwrap_or(serde_json::Value::Null);
     Ok(Some(HuntReports {
         email: report::email::email(&built),
