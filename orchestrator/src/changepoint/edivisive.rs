@@ -291,14 +291,25 @@ mod tests {
             for kappa in tau + 1..=z.len() {
                 let (x, y) = (&z[..tau], &z[tau..kappa]);
                 let (n, m) = (x.len() as f64, y.len() as f64);
-                let a: f64 = x.iter().flat_map(|a| y.iter().map(move |b| (a - b).abs())).sum();
+                let a: f64 = x
+                    .iter()
+                    .flat_map(|a| y.iter().map(move |b| (a - b).abs()))
+                    .sum();
                 let pairs = |v: &[f64]| -> f64 {
                     (0..v.len())
                         .flat_map(|i| (i + 1..v.len()).map(move |k| (v[i] - v[k]).abs()))
                         .sum()
                 };
-                let b = if x.len() > 1 { 2.0 * m / (m + n) / (n - 1.0) * pairs(x) } else { 0.0 };
-                let c = if y.len() > 1 { 2.0 * n / (m + n) / (m - 1.0) * pairs(y) } else { 0.0 };
+                let b = if x.len() > 1 {
+                    2.0 * m / (m + n) / (n - 1.0) * pairs(x)
+                } else {
+                    0.0
+                };
+                let c = if y.len() > 1 {
+                    2.0 * n / (m + n) / (m - 1.0) * pairs(y)
+                } else {
+                    0.0
+                };
                 let q = 2.0 / (m + n) * a - b - c;
                 if q > best.1 {
                     best = (tau, q);
@@ -382,7 +393,13 @@ mod tests {
         // the first window, and the merge must keep both.
         let z: Vec<f64> = (0..180)
             .map(|i| {
-                let level = if i < 70 { 10.0 } else if i < 130 { 12.0 } else { 9.0 };
+                let level = if i < 70 {
+                    10.0
+                } else if i < 130 {
+                    12.0
+                } else {
+                    9.0
+                };
                 level + [0.1, -0.1, 0.05, -0.05, 0.0][i % 5]
             })
             .collect();

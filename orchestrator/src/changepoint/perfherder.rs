@@ -185,9 +185,8 @@ mod tests {
     fn defaults_wait_for_twelve_values_and_ignore_noise() {
         let cfg = PerfherderConfig::default();
         let noise = [0.3, -0.2, 0.1, -0.4, 0.2, 0.0, -0.1, 0.4, -0.3, 0.1];
-        let at = |i: usize, step: f64| {
-            100.0 + noise[i % noise.len()] + if i >= 30 { step } else { 0.0 }
-        };
+        let at =
+            |i: usize, step: f64| 100.0 + noise[i % noise.len()] + if i >= 30 { step } else { 0.0 };
         let flat: Vec<f64> = (0..60).map(|i| at(i, 0.0)).collect();
         assert!(alerts(&flat, &cfg).is_empty());
         // A 10% step at 30: seen once the 12 values from 30 are in, not with 11.
