@@ -7,6 +7,7 @@
 
 pub mod agent_client;
 pub mod build;
+pub mod changepoint;
 pub mod config;
 pub mod error;
 pub mod exec;

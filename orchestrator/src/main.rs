@@ -148,6 +148,10 @@ enum Command {
         /// culprit only).
         #[arg(long, conflicts_with = "strategy")]
         matched: bool,
+        /// Nightly detection instead of bisection: firstbad's nightly detector against Otava's
+        /// E-divisive and Perfherder's t-test on simulated nightly series (docs/nightly-detection.md).
+        #[arg(long, conflicts_with_all = ["strategy", "matched"])]
+        nightly: bool,
         /// Threads to run replicates on (default: one per core). The table is the same
         /// whatever this is: each replicate draws from its own seed.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -468,8 +472,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             shape,
             strategy,
             matched,
+            nightly,
             jobs,
         } => {
+            if nightly {
+                return sim_nightly(replicates, seed);
+            }
             let jobs = jobs.map_or_else(firstbad::sim::default_jobs, |j| j as usize);
             let filter = firstbad::sim::Filter {
                 n,
@@ -511,6 +519,15 @@ fn strategy_name(s: &str) -> Result<String, String> {
              majority-K (K odd), lkp-gap, lkp-gap-K, pinpoint, pinpoint-K"
         )),
     }
+}
+
+/// `firstbad sim --nightly`: the nightly detectors' table, each row on stderr as it is done.
+fn sim_nightly(replicates: Option<usize>, seed: u64) -> anyhow::Result<u8> {
+    use firstbad::sim::nightly;
+    let reps = replicates.unwrap_or(nightly::NIGHTLY_REPLICATES);
+    let rows = nightly::nightly_table(reps, seed, |r| eprint!("{}", nightly::nightly_row(r)));
+    print!("{}", nightly::nightly_markdown(&rows));
+    Ok(exit_code::OK)
 }
 
 /// `firstbad sim --matched`: boots at equal accuracy for every cell the filter keeps.

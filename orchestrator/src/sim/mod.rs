@@ -50,6 +50,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod cells;
+pub mod nightly;
 mod strategies;
 mod tables;
 mod world;
