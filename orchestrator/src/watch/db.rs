@@ -153,6 +153,9 @@ pub enum SeriesEvent {
     },
 }
 
+/// A series event as kept: (sequence number, Unix time in ms, event).
+pub type Record = (i64, i64, SeriesEvent);
+
 /// A night as the series knows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Night {
@@ -304,7 +307,7 @@ impl SeriesState {
     }
 
     /// The fold of `events`.
-    pub fn replay(events: &[(i64, i64, SeriesEvent)]) -> SeriesState {
+    pub fn replay(events: &[Record]) -> SeriesState {
         let mut s = SeriesState::default();
         for (_, at, e) in events {
             s.apply(e, *at);
@@ -397,7 +400,7 @@ impl SeriesDb {
     }
 
     /// Opens an existing database to read it (the dashboard, `status`).
-    pub fn read(path: &Path) -> Result<(SeriesState, Vec<(i64, i64, SeriesEvent)>), JournalError> {
+    pub fn read(path: &Path) -> Result<(SeriesState, Vec<Record>), JournalError> {
         let journal = Journal::open_read_only(path)?;
         let events = journal.bodies::<SeriesEvent>()?;
         Ok((SeriesState::replay(&events), events))
@@ -415,7 +418,7 @@ impl SeriesDb {
     }
 
     /// Every event with its sequence number and time.
-    pub fn events(&self) -> Result<Vec<(i64, i64, SeriesEvent)>, JournalError> {
+    pub fn events(&self) -> Result<Vec<Record>, JournalError> {
         self.journal.bodies()
     }
 }
