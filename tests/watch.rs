@@ -4,9 +4,10 @@
 //! real qemu boots under TCG, the real agent and SQLite.
 //!
 //! The nights: 1 sets the reference (demo-good); 2's head is the demo's build break (a failed
-//! night, recorded, no alarm); 3's head is the culprit's parent (quiet, killed with `kill -9`
-//! in the middle of its boots and resumed); 4's head is just past the culprit (the alarm, and
-//! the automatic hunt names the culprit). The mails go to a real SMTP server (aiosmtpd) and the
+//! night, recorded, no alarm); 3 is quiet, killed with `kill -9` in the middle of its boots
+//! and resumed; 4 is the culprit's parent, quiet; 5 is the first head past the culprit (an
+//! alarm), 6 the second (the regression is confirmed at night 5 and the automatic hunt names
+//! the culprit); 7 is still slow and opens nothing new. The mails go to a real SMTP server (aiosmtpd) and the
 //! webhook to a receiver on 127.0.0.1, and both are read back.
 
 mod common;
@@ -234,28 +235,44 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     };
     let culprit = commit_by_subject(&demo_fact("culprit_subject"));
     let broken = commit_by_subject(&demo_fact("broken_subject"));
-    let (ic, ib) = (at(&culprit), at(&broken));
-    assert!(ib + 1 < ic && ic + 1 < line.len());
+    let fix = commit_by_subject(&demo_fact("fix_subject"));
+    let (ic, ib, ifix) = (at(&culprit), at(&broken), at(&fix));
+    assert!(ib < ifix && ifix + 2 < ic && ic + 4 < line.len());
     let good = git(demo_tree(), &["rev-parse", "demo-good"]);
+    // Night 1 demo-good; 2 the build break; 3 and 4 after the fix, before the culprit (4 is
+    // its parent); 5, 6 and 7 after it.
+    let heads = [
+        good.clone(),
+        broken.clone(),
+        line[ifix + 1].clone(),
+        line[ic - 1].clone(),
+        line[ic + 1].clone(),
+        line[ic + 2].clone(),
+        line[ic + 4].clone(),
+    ];
 
     // Night 1: the first head is the reference; nothing to compare yet.
-    let (code, stdout, stderr) = night(&upstream, &series, &good);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(status(&series).contains(&format!("reference {}", &good[..12])));
-
-    // Night 2: the head does not build. Recorded as such; no alarm.
-    let (code, stdout, stderr) = night(&upstream, &series, &broken);
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[0]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let s = status(&series);
+    assert!(s.contains(&format!("reference {}", &good[..12])), "{s}");
     assert!(
-        s.contains("night   1:") && s.contains("failed: does not build"),
+        s.contains("night   1:") && s.contains("the reference"),
         "{s}"
     );
 
-    // Night 3: the culprit's parent, killed in the middle of its boots, then resumed.
-    let parent = &line[ic - 1];
-    git(&upstream, &["update-ref", "refs/heads/nightly", parent]);
-    let night_dir = dir.path().join("state/nights/0002");
+    // Night 2: the head does not build. Recorded as such; no alarm.
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[1]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let s = status(&series);
+    assert!(
+        s.contains("night   2:") && s.contains("failed: does not build"),
+        "{s}"
+    );
+
+    // Night 3: killed with kill -9 in the middle of its boots, then resumed.
+    git(&upstream, &["update-ref", "refs/heads/nightly", &heads[2]]);
+    let night_dir = dir.path().join("state/nights/0003");
     let mut child = firstbad()
         .arg("watch")
         .arg(&series)
@@ -288,7 +305,7 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
         .into_iter()
         .filter(|(k, _, _)| k == "boot-finished")
         .collect();
-    let (code, stdout, stderr) = night(&upstream, &series, parent);
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[2]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("resuming"), "{stderr}");
     let after: Vec<_> = journal_events(&night_dir)
@@ -305,21 +322,31 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
         .filter(|(_, _, b)| b["outcome"]["status"] == "measured")
         .count();
     assert_eq!(measured, 2 * BOOTS, "every boot measured once: {after:?}");
+
+    // Night 4: the culprit's parent. Nights 1-4 raise no alarm; the reference stays.
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[3]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let s = status(&series);
     assert!(!s.contains("change #"), "no alarm on a quiet night: {s}");
-    assert!(s.contains(&format!("reference {}", &parent[..12])), "{s}");
+    assert!(s.contains(&format!("reference {}", &good[..12])), "{s}");
+    assert!(smtp.mails().is_empty());
 
-    // Night 4: just past the culprit. The alarm, then the hunt names the culprit.
-    let head = &line[ic + 1];
-    let (code, stdout, stderr) = night(&upstream, &series, head);
+    // Night 5: the first head past the culprit: tonight's alarm, not yet a regression (one
+    // night is not two). Night 6: the second alarm in a row confirms it, placed at night 5:
+    // between night 4's head and night 5's, which the automatic hunt bisects.
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[4]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("alarm"), "{stderr}");
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[5]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let s = status(&series);
     assert!(
-        s.contains(&format!(
-            "regression between {} and {}",
-            &parent[..12],
-            &head[..12]
-        )),
+        s.contains(&format!("change #1: night 5, +"))
+            && s.contains(&format!(
+                "regression between {} and {}",
+                &heads[3][..12],
+                &heads[4][..12]
+            )),
         "{s}"
     );
     assert!(
@@ -331,14 +358,14 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     let mails = smtp.mails();
     assert_eq!(mails.len(), 2, "{mails:#?}");
     let (detected, found) = (&mails[0], &mails[1]);
-    assert!(detected.contains("since night 3"), "{detected}");
-    assert!(
-        found.contains(&format!("culprit {}", &culprit[..12])),
-        "{found}"
-    );
+    assert!(detected.contains("since night 5"), "{detected}");
     assert!(
         detected.contains("To: maintainer@example.org"),
         "{detected}"
+    );
+    assert!(
+        found.contains(&format!("culprit {}", &culprit[..12])),
+        "{found}"
     );
     assert!(found.contains("In-Reply-To:"), "{found}");
     assert!(
@@ -348,9 +375,34 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     let posted = posted.lock().unwrap().clone();
     assert_eq!(posted.len(), 2, "{posted:#?}");
     assert!(posted[1].contains(&culprit), "{}", posted[1]);
-    // A later cycle tells nobody again and starts no second hunt.
-    let (code, stdout, stderr) = night(&upstream, &series, head);
+
+    // Night 7: still slow against the reference, the same regression: no second one, no
+    // second hunt, nobody told again.
+    let (code, stdout, stderr) = night(&upstream, &series, &heads[6]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let s = status(&series);
+    assert!(!s.contains("change #2"), "{s}");
     assert_eq!(smtp.mails().len(), 2);
+    assert!(!dir.path().join("state/hunts/002").exists());
+
+    // The dashboard links the regression to its hunt's report.
+    let dash = dir.path().join("dashboard");
+    let out = firstbad()
+        .args(["dashboard", series.to_str().unwrap(), "--out"])
+        .arg(&dash)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = std::fs::read_to_string(dash.join("index.html")).unwrap();
+    assert!(
+        index.contains("<a href=\"hunt-001.html\">report</a>"),
+        "{index}"
+    );
+    let report = std::fs::read_to_string(dash.join("hunt-001.html")).unwrap();
+    assert!(report.contains(&culprit[..12]), "the hunt's report");
     keep_if_asked(dir);
 }

@@ -108,6 +108,15 @@ enum Command {
         #[command(subcommand)]
         action: Option<WatchAction>,
     },
+    /// Write a series as static HTML (every boot night by night, the changes, links to their
+    /// hunts' reports; no scripts, nothing fetched) and as JSON (series.json) into a directory.
+    Dashboard {
+        /// The series file.
+        series: PathBuf,
+        /// The directory to write index.html, series.json and the hunts' reports into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Print the hunt's `git bisect log`, which `git bisect replay` accepts.
     Log {
         /// The hunt file.
@@ -312,6 +321,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             firstbad::watch::cli::run(&series, action, runtime()?)
         }
+        Command::Dashboard { series, out } => firstbad::watch::cli::dashboard(&series, &out),
         Command::Reproduce { hunt, html } => {
             let file = match load_file(&hunt) {
                 Ok(f) => f,

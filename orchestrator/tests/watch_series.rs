@@ -177,3 +177,174 @@ fn watch_every_takes_a_duration_and_refuses_nonsense() {
     assert_eq!(d("30m").unwrap().as_secs(), 1800);
     assert!(d("0h").is_err());
 }
+
+/// Headless Chromium on a file: (stdout, stderr).
+fn chromium(args: &[&str], page: &Path) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (scripts/install-deps installs it)");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// Issue 21 item 6. The series is written event by event as `firstbad watch` writes it (no
+// kernels here: tests/watch.rs makes a real one); the page is opened in a real browser.
+#[test]
+fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json() {
+    use firstbad::watch::db::{RegressionState, SeriesBoot, SeriesDb, SeriesEvent};
+    let dir = tempfile::tempdir().unwrap();
+    let path = series_file(
+        dir.path(),
+        &format!(
+            "{OK}\nstate_dir = \"{}\"",
+            dir.path().join("state").display()
+        ),
+        "",
+    );
+    let cfg = SeriesConfig::load(&path).unwrap();
+    std::fs::create_dir_all(&cfg.state_dir).unwrap();
+    let mut db = SeriesDb::open(
+        &firstbad::watch::db_path(&cfg.state_dir),
+        firstbad::watch::meaning(&cfg).unwrap(),
+        &path,
+    )
+    .unwrap();
+    let id = |i: usize| format!("{i:x}{:039x}", 0);
+    let boot = |commit: &str, v: f64| SeriesBoot {
+        commit: commit.into(),
+        at_ms: 0,
+        host: "qemu0".into(),
+        config: "c".into(),
+        value: Some(v),
+        metrics: [("writer_mb_s".to_owned(), 100.0 / v)].into(),
+        failed: None,
+    };
+    db.record(SeriesEvent::Reference {
+        commit: id(0),
+        why: "first".into(),
+    })
+    .unwrap();
+    for night in 1..=8u32 {
+        let head = id(night as usize);
+        db.record(SeriesEvent::NightStarted {
+            night,
+            head: head.clone(),
+            reference: id(0),
+        })
+        .unwrap();
+        if night == 3 {
+            db.record(SeriesEvent::NightFailed {
+                night,
+                reason: "does not build".into(),
+            })
+            .unwrap();
+            continue;
+        }
+        let level = if night >= 5 { 10.0 } else { 2.5 };
+        let boots = (0..4)
+            .flat_map(|k| {
+                [
+                    boot(&id(0), 2.5 + k as f64 * 0.1),
+                    boot(&head, level + k as f64 * 0.1),
+                ]
+            })
+            .collect();
+        db.record(SeriesEvent::NightMeasured {
+            night,
+            boots,
+            summary: String::new(),
+        })
+        .unwrap();
+    }
+    db.record(SeriesEvent::ChangeFound {
+        id: 1,
+        night: 5,
+        good: id(4),
+        bad: id(5),
+        effect: 3.0,
+        regression: true,
+        summary: "fsync p50 +300%".into(),
+    })
+    .unwrap();
+    db.record(SeriesEvent::HuntEnded {
+        id: 1,
+        outcome: RegressionState::Found {
+            culprit: id(5),
+            confirmed: true,
+            probability: Some(0.97),
+        },
+    })
+    .unwrap();
+    drop(db);
+
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard-test");
+    let run = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .arg("dashboard")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let page = out.join("index.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for fetch in [
+        "<script", "<link", "<img", "<iframe", "@import", "url(", "src=",
+    ] {
+        assert!(
+            !html.contains(fetch),
+            "nothing fetched, nothing run: {fetch}"
+        );
+    }
+    assert!(!html.contains("plot failed"), "every plot draws");
+    let (dom, stderr) = chromium(&["--dump-dom"], &page);
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    for want in [
+        "firstbad series s",
+        "fsync_latency_p50_ms: every boot, night by night",
+        "writer_mb_s: every boot, night by night",
+        "change #1 (+300%, culprit found)",
+        "culprit found: culprit 500000000000, confirmed at 97%",
+        "head did not build or boot",
+        "failed: does not build",
+    ] {
+        assert!(dom.contains(want), "{want:?} in the rendered page");
+    }
+    // Kept beside the page for a person to look at.
+    let shot = out.join("dashboard.png");
+    let (_, stderr) = chromium(
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,1600",
+        ],
+        &page,
+    );
+    assert!(shot.exists(), "a screenshot: {stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("series.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "firstbad-series/1");
+    assert_eq!(json["nights"].as_array().unwrap().len(), 8);
+    assert_eq!(json["nights"][2]["state"], "failed");
+    assert_eq!(json["nights"][0]["boots"].as_array().unwrap().len(), 8);
+    assert_eq!(json["changes"][0]["culprit"], id(5));
+}

@@ -72,6 +72,27 @@ pub fn run(series: &Path, action: Action, rt: tokio::runtime::Runtime) -> anyhow
     }
 }
 
+/// `firstbad dashboard <series> --out DIR`.
+pub fn dashboard(series: &Path, out: &Path) -> anyhow::Result<u8> {
+    let cfg = match SeriesConfig::load(series) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("firstbad: {e}");
+            return Ok(exit_code::BAD_INPUT);
+        }
+    };
+    Ok(match super::dashboard::write(&cfg, out) {
+        Ok(page) => {
+            eprintln!("firstbad: wrote {}", page.display());
+            exit_code::OK
+        }
+        Err(e) => {
+            eprintln!("firstbad: {e}");
+            e.exit_code()
+        }
+    })
+}
+
 /// A series for a person: the reference, the nights, the changes.
 pub fn status(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
     let mut o = String::new();
@@ -85,6 +106,7 @@ pub fn status(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
     );
     for n in &state.nights {
         let what = match (&n.boots, &n.failed) {
+            (Some(b), _) if b.is_empty() => "the reference".to_owned(),
             (Some(_), _) => {
                 let (h, r) = (n.values(&n.head), n.values(&n.reference));
                 format!(

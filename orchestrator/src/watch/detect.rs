@@ -1,157 +1,164 @@
-//! From the nights to a change: each ended night is judged, a confirmed change is journalled
-//! once (one per change point, never one per night), and the reference moves on when no
-//! regression holds it.
+//! From the nights to a change: each measured night is judged once by firstbad's nightly
+//! detector ([`crate::changepoint`]: tonight's alarm and the E-divisive history), a confirmed
+//! change is journalled once (one per change point, never one per night), and the reference
+//! moves only when a person acknowledges a change or an improvement is confirmed.
+//!
+//! Why the reference stays put on quiet nights: the history is every night's head relative
+//! to the same reference, so a change that creeps in over several nights adds up night after
+//! night where E-divisive sees it; with a reference that followed the head, each night would
+//! show only that night's increment, and a creep of 2% a night would never reach
+//! `min_effect`. The reference's kernel is built once and cached, so it costs boots, not builds.
 
 use super::db::{SeriesDb, SeriesEvent, SeriesState};
 use super::{Cycle, WatchError};
-use crate::config::{Direction, SeriesConfig};
+use crate::changepoint::{self, DetectConfig, EDivisiveConfig, Night};
+use crate::config::SeriesConfig;
 use crate::hunt::short;
-use crate::sequential::oriented;
-use crate::stats::median;
 
-/// A change the detector confirms.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found {
-    /// Index of the first night after the change, among the measured nights.
-    pub index: usize,
-    /// Signed relative move, > 0 worse.
-    pub effect: f64,
-    /// For a person.
-    pub summary: String,
+/// One measured night against the current reference.
+struct Measured {
+    night: u32,
+    head: String,
+    night_values: Night,
 }
 
-/// One measured night as the detector reads it.
-#[derive(Debug, Clone)]
-pub struct Measured {
-    /// The head's values.
-    pub head: Vec<f64>,
-    /// The reference's values, booted interleaved with the head's.
-    pub reference: Vec<f64>,
-}
-
-/// The detector: whether the nights so far hold a confirmed change, and where.
-pub fn find(nights: &[Measured], direction: Direction, min_effect: f64) -> Option<Found> {
-    // Interim rule (until the change-point module lands): the newest night's head against its
-    // own reference, every head boot beyond every reference boot and the medians at least
-    // `min_effect` apart.
-    let last = nights.last()?;
-    if last.head.is_empty() || last.reference.is_empty() {
-        return None;
-    }
-    let h: Vec<f64> = last.head.iter().map(|&v| oriented(v, direction)).collect();
-    let r: Vec<f64> = last
-        .reference
-        .iter()
-        .map(|&v| oriented(v, direction))
-        .collect();
-    let effect = (median(&h) - median(&r)).exp() - 1.0;
-    let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
-    let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
-    let separated = min(&h) > max(&r) || max(&h) < min(&r);
-    (separated && effect.abs() >= min_effect).then(|| Found {
-        index: nights.len() - 1,
-        effect,
-        summary: format!(
-            "{} boots of the head against {} of its reference the same night: {:+.1}%",
-            h.len(),
-            r.len(),
-            effect * 100.0
-        ),
-    })
-}
-
-/// The measured nights of a series, oldest first, with their night numbers.
-fn measured(state: &SeriesState) -> Vec<(u32, String, String, Measured)> {
+/// The nights measured against the current reference, with boots of both, oldest first: the
+/// history the detector reads (a reference that moved starts a new one).
+fn history(state: &SeriesState) -> Vec<Measured> {
+    let Some(reference) = state.reference.as_deref() else {
+        return Vec::new();
+    };
     state
         .nights
         .iter()
-        .filter(|n| n.boots.is_some())
-        .map(|n| {
-            (
-                n.night,
-                n.reference.clone(),
-                n.head.clone(),
-                Measured {
-                    head: n.values(&n.head),
-                    reference: n.values(&n.reference),
-                },
-            )
+        .filter(|n| n.boots.is_some() && n.reference == reference)
+        .map(|n| Measured {
+            night: n.night,
+            head: n.head.clone(),
+            night_values: Night {
+                head: n.values(&n.head),
+                reference: n.values(&n.reference),
+            },
         })
+        .filter(|m| !m.night_values.head.is_empty() && !m.night_values.reference.is_empty())
         .collect()
 }
 
-/// After a cycle's night: journals a newly confirmed change, and moves the reference to the
-/// newest head when no regression holds it.
+/// The detector's settings from the series file.
+fn settings(cfg: &SeriesConfig) -> DetectConfig {
+    DetectConfig {
+        min_effect: cfg.detect.min_effect,
+        alpha: cfg.detect.alpha,
+        edivisive: EDivisiveConfig {
+            window: cfg.detect.window,
+            max_p_value: cfg.detect.max_p_value,
+            ..EDivisiveConfig::default()
+        },
+    }
+}
+
+/// After a cycle's night: judges the newest measured night once, and journals a change the
+/// detector confirms.
 pub fn after_night(
     cfg: &SeriesConfig,
     db: &mut SeriesDb,
     out: &mut Cycle,
 ) -> Result<(), WatchError> {
-    let nights = measured(&db.state);
-    let Some((last_night, _, last_head, _)) = nights.last().cloned() else {
+    let Some(newest) = db.state.nights.iter().rev().find(|n| n.boots.is_some()) else {
         return Ok(());
     };
-    if db.state.judged.contains(&last_night) {
+    let newest = newest.night;
+    if db.state.judged.contains(&newest) {
         return Ok(());
     }
-    let values: Vec<Measured> = nights.iter().map(|n| n.3.clone()).collect();
-    let found = find(&values, cfg.hunt.workload.direction, cfg.detect.min_effect);
-    let holding = db.state.unacknowledged_regression().cloned();
+    let nights = history(&db.state);
+    if nights.last().map(|m| m.night) != Some(newest) {
+        // The first night (head = reference) or a night without values on a side.
+        db.record(SeriesEvent::Judged {
+            night: newest,
+            summary: "nothing to compare".into(),
+        })?;
+        return Ok(());
+    }
+    let values: Vec<Night> = nights.iter().map(|m| m.night_values.clone()).collect();
+    let d = changepoint::detect(&values, cfg.hunt.workload.direction, &settings(cfg));
+    let tonight = d.tonight.as_ref().map_or_else(
+        || "no comparison".to_owned(),
+        |t| {
+            format!(
+                "head against reference {:+.1}% ({:+.1}% to {:+.1}%, p = {:.2e}){}",
+                t.effect * 100.0,
+                t.low * 100.0,
+                t.high * 100.0,
+                t.p_value,
+                if d.alarm.is_some() { ": alarm" } else { "" }
+            )
+        },
+    );
     db.record(SeriesEvent::Judged {
-        night: last_night,
-        summary: found
-            .as_ref()
-            .map_or_else(|| "no change".to_owned(), |f| f.summary.clone()),
+        night: newest,
+        summary: tonight.clone(),
     })?;
-    match found {
-        // The regression that holds the reference, seen again: the same change, not a new one.
-        Some(f) if f.effect > 0.0 && holding.is_some() => {
-            let c = holding.expect("matched");
-            out.say(format!(
-                "night {last_night}: still {:+.1}% against the reference: regression #{}",
-                f.effect * 100.0,
-                c.id
-            ));
+    out.say(format!("night {newest}: {tonight}"));
+    let Some(change) = changepoint::confirmed(&d) else {
+        return Ok(());
+    };
+    let at = &nights[change.night];
+    // The last commit tested before the change: the night before it, or the reference.
+    let good = match change.night {
+        0 => db
+            .state
+            .reference
+            .clone()
+            .expect("a history has a reference"),
+        i => nights[i - 1].head.clone(),
+    };
+    let seen =
+        db.state.changes.iter().any(|c| {
+            c.regression == change.regression && (c.night == at.night || c.bad == at.head)
+        });
+    let holding = change.regression && db.state.unacknowledged_regression().is_some();
+    if seen || holding {
+        return Ok(());
+    }
+    let id = db.state.changes.len() as u32 + 1;
+    let summary = format!(
+        "{} {:+.1}% from night {} ({} to {} boot by boot, p = {:.2e}; tonight: {tonight})",
+        cfg.hunt.workload.metric,
+        change.effect * 100.0,
+        at.night,
+        format_args!("{:+.1}%", change.test.low * 100.0),
+        format_args!("{:+.1}%", change.test.high * 100.0),
+        change.test.p_value,
+    );
+    db.record(SeriesEvent::ChangeFound {
+        id,
+        night: at.night,
+        good: good.clone(),
+        bad: at.head.clone(),
+        effect: change.effect,
+        regression: change.regression,
+        summary,
+    })?;
+    out.say(format!(
+        "change #{id} at night {}: {} {:+.1}% between {} and {} ({})",
+        at.night,
+        cfg.hunt.workload.metric,
+        change.effect * 100.0,
+        short(&good),
+        short(&at.head),
+        if change.regression {
+            "a regression: hunting it"
+        } else {
+            "an improvement: recorded, and the newest head is the reference"
         }
-        Some(f) => {
-            let (night, reference, head, _) = &nights[f.index];
-            let regression = f.effect > 0.0;
-            let id = db.state.changes.len() as u32 + 1;
-            db.record(SeriesEvent::ChangeFound {
-                id,
-                night: *night,
-                good: reference.clone(),
-                bad: head.clone(),
-                effect: f.effect,
-                regression,
-                summary: f.summary.clone(),
-            })?;
-            out.say(format!(
-                "change #{id} at night {night}: {} {:+.1}% between {} and {} ({})",
-                cfg.hunt.workload.metric,
-                f.effect * 100.0,
-                short(reference),
-                short(head),
-                if regression {
-                    "a regression: hunting it"
-                } else {
-                    "an improvement: recorded"
-                }
-            ));
-            if !regression && db.state.unacknowledged_regression().is_none() {
-                db.record(SeriesEvent::Reference {
-                    commit: last_head,
-                    why: format!("improvement #{id}"),
-                })?;
-            }
-        }
-        None if holding.is_none() => {
-            db.record(SeriesEvent::Reference {
-                commit: last_head.clone(),
-                why: format!("night {last_night}: no regression"),
-            })?;
-        }
-        None => {}
+    ));
+    if !change.regression && db.state.unacknowledged_regression().is_none() {
+        let head = nights.last().expect("non-empty").head.clone();
+        db.record(SeriesEvent::Reference {
+            commit: head,
+            why: format!("improvement #{id}"),
+        })?;
     }
     Ok(())
 }

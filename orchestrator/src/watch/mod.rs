@@ -8,6 +8,7 @@
 //! - `detect.rs`: from the nights to a change (the alarm and the history).
 
 pub mod cli;
+pub mod dashboard;
 pub mod db;
 pub mod detect;
 pub mod fetch;
@@ -155,7 +156,7 @@ async fn new_night(
         }
     };
     let last = db.state.nights.last().map(|n| n.head.clone());
-    if last.as_deref() == Some(head.as_str()) || head == reference {
+    if last.as_deref() == Some(head.as_str()) || (last.is_some() && head == reference) {
         out.say(format!(
             "{} is still at {}: nothing new to measure",
             cfg.branch,
@@ -164,6 +165,25 @@ async fn new_night(
         return Ok(());
     }
     let night = db.state.nights.last().map_or(1, |n| n.night + 1);
+    if head == reference {
+        // The first night: its head is the reference, nothing to boot it against yet.
+        db.record(SeriesEvent::NightStarted {
+            night,
+            head: head.clone(),
+            reference,
+        })?;
+        db.record(SeriesEvent::NightMeasured {
+            night,
+            boots: Vec::new(),
+            summary: "the first night: its head is the series' reference".into(),
+        })?;
+        out.say(format!(
+            "night {night}: {} {} is the reference",
+            cfg.branch,
+            short(&head)
+        ));
+        return Ok(());
+    }
     db.record(SeriesEvent::NightStarted {
         night,
         head: head.clone(),

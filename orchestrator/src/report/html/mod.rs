@@ -3,13 +3,14 @@
 
 use super::Report;
 use crate::hunt::short;
+pub(crate) use plots::svg;
 use plots::{path_plot, samples_plot, vmstat_section};
 use std::fmt::Write;
 
 mod plots;
 
 /// `s` with the HTML special characters escaped, for text and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -17,7 +18,7 @@ fn esc(s: &str) -> String {
 }
 
 /// The page's style sheet, inline so the file stands alone.
-const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
+pub(crate) const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.6em}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}td code{overflow-wrap:anywhere}\
 code,pre{font-family:monospace}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}\

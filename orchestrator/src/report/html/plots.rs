@@ -25,10 +25,10 @@ fn colour(c: &CommitReport) -> RGBColor {
     }
 }
 
-type PlotResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Draws with `f` on an SVG of the given size; a drawing error becomes a visible note.
-fn svg(
+pub(crate) fn svg(
     size: (u32, u32),
     f: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> PlotResult,
 ) -> String {
