@@ -341,7 +341,7 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let s = status(&series);
     assert!(
-        s.contains(&format!("change #1: night 5, +"))
+        s.contains("change #1: night 5, +")
             && s.contains(&format!(
                 "regression between {} and {}",
                 &heads[3][..12],

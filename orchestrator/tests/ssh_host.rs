@@ -176,6 +176,63 @@ fn exec_and_upload_against_a_real_sshd() {
     });
 }
 
+// Issue 21 item 1: `firstbad watch` follows a branch over ssh, with the key a cron job has
+// (series.ssh_key), against a real sshd running git-upload-pack.
+#[test]
+fn watch_fetches_a_branch_over_ssh_with_a_key_file() {
+    let sshd = Sshd::start();
+    let upstream = sshd.path("upstream");
+    std::fs::create_dir(&upstream).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&upstream)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "T")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "T")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(upstream.join("f"), "1").unwrap();
+    git(&["add", "f"]);
+    git(&["commit", "-q", "-m", "one"]);
+    let head = git(&["rev-parse", "HEAD"]);
+    let local = sshd.path("local");
+    let url = format!("ssh://root@127.0.0.1:{}{}", sshd.port, upstream.display());
+    let ssh = |key: &str| firstbad::watch::fetch::SshSettings {
+        key: Some(sshd.path(key)),
+        known_hosts: Some(sshd.known_hosts()),
+    };
+    let got = firstbad::watch::fetch::fetch(&local, &url, "main", &ssh("client_key"))
+        .expect("fetches over ssh with the key file");
+    assert_eq!(got, head);
+    // A key the server does not know is refused once, with the fix, not retried forever.
+    keygen(&sshd.path("other_key"));
+    let started = Instant::now();
+    let e = firstbad::watch::fetch::fetch(&local, &url, "main", &ssh("other_key")).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(30), "{e}");
+    assert!(e.contains("fetching main from ssh://"), "{e}");
+    // A host whose key is not on file is refused, naming the file and the fix.
+    let empty = sshd.path("empty_known_hosts");
+    std::fs::write(&empty, "").unwrap();
+    let strict = firstbad::watch::fetch::SshSettings {
+        key: Some(sshd.path("client_key")),
+        known_hosts: Some(empty),
+    };
+    let e = firstbad::watch::fetch::fetch(&local, &url, "main", &strict).unwrap_err();
+    assert!(e.contains("not in") && e.contains("ssh-keyscan"), "{e}");
+}
+
 /// A host key that is not the one on file is refused, and the message says what to do.
 #[test]
 fn a_wrong_host_key_is_refused_with_a_clear_message() {

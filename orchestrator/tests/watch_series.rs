@@ -118,19 +118,19 @@ fn fetch_follows_the_branch_of_a_path_remote_into_a_new_repository() {
     let local = dir.path().join("local");
     let up = upstream.to_str().unwrap();
     assert_eq!(
-        firstbad::watch::fetch::fetch(&local, up, "main").unwrap(),
+        firstbad::watch::fetch::fetch(&local, up, "main", &Default::default()).unwrap(),
         one
     );
     std::fs::write(upstream.join("f"), "2").unwrap();
     git_ok(&upstream, &["commit", "-q", "-am", "two"]);
     let two = git_str(&upstream, &["rev-parse", "HEAD"]);
     assert_eq!(
-        firstbad::watch::fetch::fetch(&local, up, "main").unwrap(),
+        firstbad::watch::fetch::fetch(&local, up, "main", &Default::default()).unwrap(),
         two
     );
     // The commit is there to build: a worktree of the local repository can check it out.
     assert_eq!(git_str(&local, &["cat-file", "-t", &two]), "commit");
-    let e = firstbad::watch::fetch::fetch(&local, up, "nope").unwrap_err();
+    let e = firstbad::watch::fetch::fetch(&local, up, "nope", &Default::default()).unwrap_err();
     assert!(e.contains("nope"), "{e}");
 }
 
@@ -347,4 +347,36 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
     assert_eq!(json["nights"][2]["state"], "failed");
     assert_eq!(json["nights"][0]["boots"].as_array().unwrap().len(), 8);
     assert_eq!(json["changes"][0]["culprit"], id(5));
+}
+
+// Issue 21 item 3: an ignore list, so that a known change stops alerting.
+#[test]
+fn a_change_holding_a_commit_of_the_ignore_list_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git_ok(&repo, &["init", "-q", "-b", "main"]);
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        std::fs::write(repo.join("f"), i.to_string()).unwrap();
+        git_ok(&repo, &["add", "f"]);
+        git_ok(&repo, &["commit", "-q", "-m", &format!("c{i}")]);
+        ids.push(git_str(&repo, &["rev-parse", "HEAD"]));
+    }
+    let series = format!(
+        "name = \"s\"\nremote = \"/srv/x\"\nrepo = \"{}\"\nignore = [\"{}\", \"no-such-rev\"]",
+        repo.display(),
+        &ids[2][..10]
+    );
+    let cfg = SeriesConfig::load(&series_file(dir.path(), &series, "")).unwrap();
+    let known =
+        |g: usize, b: usize| firstbad::watch::detect::ignored(&cfg, &ids[g], &ids[b]).unwrap();
+    assert_eq!(known(0, 3), Some(ids[2].clone()), "c2 is in (c0, c3]");
+    assert_eq!(
+        known(1, 2),
+        Some(ids[2].clone()),
+        "the bad end is in the range"
+    );
+    assert_eq!(known(2, 3), None, "the good end is not");
+    assert_eq!(known(0, 1), None);
 }

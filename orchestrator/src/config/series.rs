@@ -46,6 +46,10 @@ pub struct SeriesConfig {
     pub hunt_boots: u32,
     /// The first reference (any revision); without it, the head of the first night.
     pub reference: Option<String>,
+    /// How an ssh remote is reached: its key (a cron job has no ssh agent), its host keys.
+    pub ssh: crate::watch::fetch::SshSettings,
+    /// Commits whose changes are known: a change they fall in is acknowledged at once.
+    pub ignore: Vec<String>,
     /// Detection settings.
     pub detect: DetectSettings,
     /// Who is told, and how (`[notify]`, docs/notify.md); none without the table.
@@ -80,6 +84,10 @@ struct RawSeries {
     failure_nights: Option<i64>,
     hunt_boots: Option<i64>,
     reference: Option<String>,
+    ssh_key: Option<String>,
+    known_hosts: Option<String>,
+    #[serde(default)]
+    ignore: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -252,6 +260,14 @@ impl SeriesConfig {
                 "a series follows a branch and builds its heads: prebuilt kernels are for hunts and reproduce".into(),
             ));
         }
+        for (i, c) in series.ignore.iter().enumerate() {
+            if c.trim().is_empty() {
+                return Err(field(
+                    &format!("series.ignore[{i}]"),
+                    "is empty: give a commit whose change is known".into(),
+                ));
+            }
+        }
         hunt.goods.clear();
         hunt.bad.clear();
         let v = super::validate::Validator {
@@ -276,6 +292,19 @@ impl SeriesConfig {
             failure_nights: v.int(&SERIES_FAILURE_NIGHTS, None, series.failure_nights)?,
             hunt_boots: v.int(&SERIES_HUNT_BOOTS, None, series.hunt_boots)?,
             reference: series.reference.filter(|r| !r.trim().is_empty()),
+            ssh: crate::watch::fetch::SshSettings {
+                key: series
+                    .ssh_key
+                    .as_deref()
+                    .map(|k| v.path("series.ssh_key", k))
+                    .transpose()?,
+                known_hosts: series
+                    .known_hosts
+                    .as_deref()
+                    .map(|k| v.path("series.known_hosts", k))
+                    .transpose()?,
+            },
+            ignore: series.ignore,
             detect: DetectSettings {
                 min_effect: v.float(&DETECT_MIN_EFFECT, detect.min_effect)?,
                 alpha: v.float(&DETECT_ALPHA, detect.alpha)?,

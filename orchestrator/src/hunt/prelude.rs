@@ -203,7 +203,7 @@ pub fn changed_fields(
     let shown = |v: Option<&String>| match v.map(String::as_str) {
         None => "(not set)".to_owned(),
         Some("") => "(empty)".to_owned(),
-        // `str::floor_char_boundary` is newer than the workspace's rust-version (1.80).
+        // `str::floor_char_boundary` is newer than the workspace's rust-version (1.85).
         Some(v) if v.chars().count() > 60 => {
             format!("{:?}…", v.chars().take(60).collect::<String>())
         }

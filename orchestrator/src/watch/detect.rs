@@ -153,6 +153,21 @@ pub fn after_night(
             "an improvement: recorded, and the newest head is the reference"
         }
     ));
+    if change.regression {
+        if let Some(known) = ignored(cfg, &good, &at.head)? {
+            db.record(SeriesEvent::Acknowledged { id })?;
+            let head = nights.last().expect("non-empty").head.clone();
+            db.record(SeriesEvent::Reference {
+                commit: head,
+                why: format!("change #{id} holds {} of series.ignore", short(&known)),
+            })?;
+            out.say(format!(
+                "change #{id}: {} is in series.ignore: acknowledged, not hunted",
+                short(&known)
+            ));
+            return Ok(());
+        }
+    }
     if !change.regression && db.state.unacknowledged_regression().is_none() {
         let head = nights.last().expect("non-empty").head.clone();
         db.record(SeriesEvent::Reference {
@@ -161,4 +176,37 @@ pub fn after_night(
         })?;
     }
     Ok(())
+}
+
+/// The first commit of `series.ignore` between `good` (excluded) and `bad` (included): a known
+/// change, acknowledged at once.
+pub fn ignored(cfg: &SeriesConfig, good: &str, bad: &str) -> Result<Option<String>, WatchError> {
+    if cfg.ignore.is_empty() {
+        return Ok(None);
+    }
+    let history = crate::history::History::open(&cfg.repo)
+        .map_err(|e| WatchError::BadInput(e.to_string()))?;
+    let repo = history.repo();
+    let oid = |s: &str| git2::Oid::from_str(s).ok();
+    let (Some(g), Some(b)) = (oid(good), oid(bad)) else {
+        return Ok(None);
+    };
+    let contains = |tip: git2::Oid, c: git2::Oid| {
+        tip == c || repo.graph_descendant_of(tip, c).unwrap_or(false)
+    };
+    for (i, rev) in cfg.ignore.iter().enumerate() {
+        // A revision not fetched yet (or mistyped) cannot be in the range: said, not fatal.
+        let Ok(id) = history.resolve(rev) else {
+            tracing::warn!(
+                "series.ignore[{i}]: {rev:?} is not a commit of {}",
+                cfg.repo.display()
+            );
+            continue;
+        };
+        let Some(c) = oid(&id) else { continue };
+        if contains(b, c) && !contains(g, c) {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
 }

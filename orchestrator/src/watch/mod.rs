@@ -129,7 +129,8 @@ async fn new_night(
     db: &mut SeriesDb,
     out: &mut Cycle,
 ) -> Result<(), WatchError> {
-    let head = fetch::fetch(&cfg.repo, &cfg.remote, &cfg.branch).map_err(WatchError::Fetch)?;
+    let head =
+        fetch::fetch(&cfg.repo, &cfg.remote, &cfg.branch, &cfg.ssh).map_err(WatchError::Fetch)?;
     let reference = match db.state.reference.clone() {
         Some(r) => r,
         None => {
@@ -351,10 +352,39 @@ async fn hunt_regression(
         }
     };
     out.say(format!("regression #{}: {}", change.id, describe(&outcome)));
+    let culprit = match &outcome {
+        RegressionState::Found { culprit, .. } => Some(culprit.clone()),
+        _ => None,
+    };
     db.record(SeriesEvent::HuntEnded {
         id: change.id,
         outcome,
     })?;
+    // A culprit a person already knows about (series.ignore): acknowledged, nobody told.
+    if let Some(culprit) = culprit {
+        let known = crate::history::History::open(&cfg.repo)
+            .ok()
+            .is_some_and(|h| {
+                cfg.ignore
+                    .iter()
+                    .any(|rev| h.resolve(rev).is_ok_and(|id| id == culprit))
+            });
+        if known {
+            db.record(SeriesEvent::Acknowledged { id: change.id })?;
+            if let Some(head) = db.state.nights.iter().rev().find(|n| n.boots.is_some()) {
+                let head = head.head.clone();
+                db.record(SeriesEvent::Reference {
+                    commit: head,
+                    why: format!("change #{}: its culprit is in series.ignore", change.id),
+                })?;
+            }
+            out.say(format!(
+                "regression #{}: its culprit {} is in series.ignore: acknowledged",
+                change.id,
+                short(&culprit)
+            ));
+        }
+    }
     Ok(())
 }
 
