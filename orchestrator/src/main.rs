@@ -766,17 +766,7 @@ fn write_or_print(text: &str, output: Option<PathBuf>) -> anyhow::Result<u8> {
 /// command hunt whose command is its workload); `None` for a hunt judged by exit status.
 fn report_context(file: &HuntFile, reproduction: bool) -> Option<report::Context<'_>> {
     Some(match file {
-        HuntFile::Kernel(cfg) => report::Context {
-            name: &cfg.name,
-            hunt_file: &cfg.source,
-            workload_file: &cfg.workload.file,
-            metric: &cfg.workload.metric,
-            direction: cfg.workload.direction,
-            settings: &cfg.report,
-            classify: &cfg.classify,
-            command: None,
-            reproduction,
-        },
+        HuntFile::Kernel(cfg) => report::Context::kernel(cfg, reproduction),
         HuntFile::Local(cfg) => {
             let m = cfg.test.measure.as_ref()?;
             report::Context {

@@ -5,6 +5,8 @@
 //! HTML report is opened in headless Chromium (Debian's `chromium`): it must render every
 //! plot, with axes and legends, and log no console error.
 
+mod common;
+use common::chromium;
 use firstbad::config::HuntConfig;
 use firstbad::history::History;
 use firstbad::hunt::HuntState;
@@ -523,47 +525,6 @@ fn status_of_a_finished_hunt_and_of_one_in_flight() {
     assert!(s.contains("expected 1..30 boots"), "{s}");
     assert!(s.contains("remaining range: "), "{s}");
     assert!(s.contains("estimated time left: ~"), "{s}");
-}
-
-/// Runs headless Chromium on `html`; returns (DOM, stderr). Panics with the fix when
-/// Chromium is missing, unless FIRSTBAD_NO_BROWSER is set (then `None`).
-fn chromium(args: &[&str], html: &Path) -> Option<(String, String)> {
-    let exe = ["chromium", "chromium-browser"].into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let Some(exe) = exe else {
-        if std::env::var_os("FIRSTBAD_NO_BROWSER").is_some() {
-            return None;
-        }
-        panic!(
-            "chromium is not installed: run scripts/install-deps (or set FIRSTBAD_NO_BROWSER=1)"
-        );
-    };
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("chromium runs");
-    Some((
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
 }
 
 /// Console messages (errors included) in Chromium's `--enable-logging=stderr` output.

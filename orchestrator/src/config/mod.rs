@@ -18,6 +18,7 @@ mod read;
 pub mod series;
 mod validate;
 
+pub(crate) use read::snippet;
 pub use read::MAX_FILE_BYTES;
 pub use series::SeriesConfig;
 

@@ -169,7 +169,7 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 /// User text as an error echoes it: quoted, control characters escaped, at most
 /// [`SNIPPET_CHARS`] characters.
-pub(super) fn snippet(s: &str) -> String {
+pub(crate) fn snippet(s: &str) -> String {
     format!("\"{}\"", cap(s, SNIPPET_CHARS))
 }
 

@@ -4,6 +4,7 @@
 //! Every error is a [`ConfigError::Field`] naming the file, the dotted field and the fix:
 //! `series.toml: notify.email.to[0]: "bob" is not an address: …`.
 
+use crate::config::snippet;
 use crate::error::ConfigError;
 use lettre::message::Mailbox;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -28,9 +29,6 @@ pub const DEFAULT_ATTEMPTS: u32 = 3;
 
 /// Largest `attempts`: with the backoff doubling, ten attempts already wait ~4 minutes.
 const MAX_ATTEMPTS: i64 = 10;
-
-/// Longest user text an error echoes, in characters.
-const SNIPPET_CHARS: usize = 80;
 
 /// The validated `[notify]` table: at least one channel.
 #[derive(Debug, Clone)]
@@ -701,22 +699,4 @@ fn article(what: &str) -> String {
         Some('a' | 'e' | 'i' | 'o' | 'u') => format!("an {what}"),
         _ => format!("a {what}"),
     }
-}
-
-/// `"text"`, cut to [`SNIPPET_CHARS`] with control characters escaped.
-fn snippet(s: &str) -> String {
-    let mut out = String::from("\"");
-    for (i, c) in s.chars().enumerate() {
-        if i == SNIPPET_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('"');
-    out
 }

@@ -35,6 +35,23 @@ pub struct Context<'a> {
     pub reproduction: bool,
 }
 
+impl<'a> Context<'a> {
+    /// What a kernel hunt's report reads from its hunt file.
+    pub fn kernel(cfg: &'a crate::config::HuntConfig, reproduction: bool) -> Context<'a> {
+        Context {
+            name: &cfg.name,
+            hunt_file: &cfg.source,
+            workload_file: &cfg.workload.file,
+            metric: &cfg.workload.metric,
+            direction: cfg.workload.direction,
+            settings: &cfg.report,
+            classify: &cfg.classify,
+            command: None,
+            reproduction,
+        }
+    }
+}
+
 /// A report's data: what every format shows. Serialised, it is the JSON report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {

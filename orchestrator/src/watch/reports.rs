@@ -30,17 +30,7 @@ pub fn hunt_reports(cfg: &HuntConfig) -> Result<Option<HuntReports>, WatchError>
         return Ok(None);
     };
     let state = HuntState::replay(&j.events()?);
-    let ctx = report::Context {
-        name: &cfg.name,
-        hunt_file: &cfg.source,
-        workload_file: &cfg.workload.file,
-        metric: &cfg.workload.metric,
-        direction: cfg.workload.direction,
-        settings: &cfg.report,
-        classify: &cfg.classify,
-        command: None,
-        reproduction: false,
-    };
+    let ctx = report::Context::kernel(cfg, false);
     let commits = report::GitCommits::open(&cfg.repo);
     let built = report::Report::build(&ctx, &id, &state, &commits);
     let range = commits.range(&id.good, &id.bad);

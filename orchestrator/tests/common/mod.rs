@@ -45,3 +45,44 @@ pub fn git_str(dir: &Path, args: &[&str]) -> String {
 }
 
 pub mod dag;
+
+/// Runs headless Chromium on `html`; returns (DOM, stderr). Panics with the fix when
+/// Chromium is missing, unless FIRSTBAD_NO_BROWSER is set (then `None`).
+pub fn chromium(args: &[&str], html: &Path) -> Option<(String, String)> {
+    let exe = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(exe) = exe else {
+        if std::env::var_os("FIRSTBAD_NO_BROWSER").is_some() {
+            return None;
+        }
+        panic!(
+            "chromium is not installed: run scripts/install-deps (or set FIRSTBAD_NO_BROWSER=1)"
+        );
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium runs");
+    Some((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
