@@ -7,36 +7,11 @@
 //! $FIRSTBAD_CACHE/builds/prebuilt (default ~/.cache/firstbad), so later runs download
 //! nothing. Which kernels: the two newest 6.1 and the newest 6.12 that apt can fetch.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::agent;
 use std::process::{Command, Stdio};
 use std::time::Instant;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-/// The static agent: $FIRSTBAD_AGENT, or built by scripts/build-agent.
-fn agent() -> PathBuf {
-    if let Some(p) = std::env::var_os("FIRSTBAD_AGENT") {
-        return PathBuf::from(p);
-    }
-    let out = Command::new(root().join("scripts/build-agent"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("scripts/build-agent runs");
-    assert!(out.status.success(), "build-agent failed");
-    PathBuf::from(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap()
-            .trim(),
-    )
-}
 
 fn stdout(cmd: &mut Command) -> String {
     let out = cmd.env("LC_ALL", "C").output().expect("the tool runs");
