@@ -254,6 +254,7 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
         bad: id(5),
         effect: 3.0,
         regression: true,
+        metric: String::new(),
         summary: "fsync p50 +300%".into(),
     })
     .unwrap();
@@ -357,4 +358,100 @@ fn a_change_holding_a_commit_of_the_ignore_list_is_known() {
     );
     assert_eq!(known(2, 3), None, "the good end is not");
     assert_eq!(known(0, 1), None);
+}
+
+// Issue 21 item 3: several metrics moving at one change point make one regression, judged and
+// hunted on the metric with the largest effect. The detector is the product's; the nights
+// are written as a cycle writes them (fake boots: the kernels are in tests/watch.rs).
+#[test]
+fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
+    use firstbad::watch::db::{SeriesBoot, SeriesDb, SeriesEvent};
+    let dir = tempfile::tempdir().unwrap();
+    let series = format!(
+        "{OK}\nstate_dir = \"{}\"\nmetrics = [{{ name = \"writer_mb_s\", direction = \"higher-is-better\" }}]",
+        dir.path().join("state").display()
+    );
+    let path = series_file(dir.path(), &series, "");
+    let cfg = SeriesConfig::load(&path).unwrap();
+    assert_eq!(cfg.metrics.len(), 2);
+    std::fs::create_dir_all(&cfg.state_dir).unwrap();
+    let mut db = SeriesDb::open(
+        &firstbad::watch::db_path(&cfg.state_dir),
+        firstbad::watch::meaning(&cfg).unwrap(),
+        &path,
+    )
+    .unwrap();
+    let id = |i: usize| format!("{i:x}{:039x}", 0);
+    let boot = |commit: &str, p50: f64, mb_s: f64| SeriesBoot {
+        commit: commit.into(),
+        at_ms: 0,
+        host: "qemu0".into(),
+        config: "c".into(),
+        value: Some(p50),
+        metrics: [
+            ("fsync_latency_p50_ms".to_owned(), p50),
+            ("writer_mb_s".to_owned(), mb_s),
+        ]
+        .into(),
+        failed: None,
+    };
+    db.record(SeriesEvent::Reference {
+        commit: id(0),
+        why: "first".into(),
+    })
+    .unwrap();
+    let mut out = firstbad::watch::Cycle::default();
+    for night in 1..=6u32 {
+        let head = id(night as usize);
+        db.record(SeriesEvent::NightStarted {
+            night,
+            head: head.clone(),
+            reference: id(0),
+        })
+        .unwrap();
+        // From night 4 the head's fsync p50 is 30% slower and its writer 70% slower.
+        let (p50, mb_s) = if night >= 4 {
+            (13.0, 30.0)
+        } else {
+            (10.0, 100.0)
+        };
+        let wiggle = |k: usize| 1.0 + [0.0, 0.02, -0.02, 0.01][k];
+        let boots = (0..4)
+            .flat_map(|k| {
+                [
+                    boot(&id(0), 10.0 * wiggle(k), 100.0 * wiggle(3 - k)),
+                    boot(&head, p50 * wiggle(3 - k), mb_s * wiggle(k)),
+                ]
+            })
+            .collect();
+        db.record(SeriesEvent::NightMeasured {
+            night,
+            boots,
+            summary: String::new(),
+        })
+        .unwrap();
+        firstbad::watch::detect::after_night(&cfg, &mut db, &mut out).unwrap();
+        let changes = &db.state.changes;
+        match night {
+            // So clear a move is confirmed on its own night (E-divisive and the boots agree).
+            1..=3 => assert!(changes.is_empty(), "night {night}: {changes:?}"),
+            _ => {
+                assert_eq!(changes.len(), 1, "one change, not one per metric or night");
+                let c = &changes[0];
+                assert_eq!((c.night, c.regression), (4, true));
+                assert_eq!(c.metric, "writer_mb_s", "the metric that moved most");
+                assert!(
+                    c.summary.contains("also moved: fsync_latency_p50_ms +30"),
+                    "{}",
+                    c.summary
+                );
+                let hunt = firstbad::watch::hunt_of(&cfg, c);
+                assert_eq!(hunt.workload.metric, "writer_mb_s");
+                assert_eq!(
+                    hunt.workload.direction,
+                    firstbad::config::Direction::HigherIsBetter
+                );
+            }
+        }
+    }
 }

@@ -421,6 +421,15 @@ pub const CLASSIFY_REFINE_BOOTS: Bound = int(
     60,
     "posterior-phase boots per bit of the range; 0 turns the phase off",
 );
+/// `[classify] max_baseline_boots`.
+pub const CLASSIFY_MAX_BASELINE_BOOTS: Bound = int(
+    "classify.max_baseline_boots",
+    8,
+    64,
+    64,
+    "boots of each endpoint at the baselines' last look (looks at 8, 16, 32, 64); then \
+     they decide",
+);
 /// `[test] timeout_s`.
 pub const TEST_TIMEOUT_S: Bound = int(
     "test.timeout_s",
@@ -472,6 +481,7 @@ pub const BOUNDS: &[Bound] = &[
     CLASSIFY_DRIFT_CHECK_EVERY,
     CLASSIFY_CONFIRM_PAIRS,
     CLASSIFY_REFINE_BOOTS,
+    CLASSIFY_MAX_BASELINE_BOOTS,
     TEST_TIMEOUT_S,
     TEST_BUILD_TIMEOUT_S,
     TEST_JOBS,

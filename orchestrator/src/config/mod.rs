@@ -428,6 +428,8 @@ pub struct ClassifyConfig {
     /// (⌈log2(candidates + 1)⌉), re-testing what is in doubt; 0 turns it off (git bisect's
     /// answer stands).
     pub refine_boots: u32,
+    /// Boots of each endpoint at the baselines' last look, where they decide.
+    pub max_baseline_boots: u32,
 }
 
 impl ClassifyConfig {
@@ -435,6 +437,17 @@ impl ClassifyConfig {
     /// the engine's tests run with these, not with a copy of them).
     pub fn defaults() -> ClassifyConfig {
         validate::classify_defaults()
+    }
+}
+
+/// The metrics a workload of this kind reports, when they are known before it runs (fio's and a
+/// command's are known once a run has reported).
+pub fn known_metrics(workload: &Workload) -> Option<&'static [&'static str]> {
+    match workload {
+        Workload::FsyncLatency(_) => Some(FSYNC_LATENCY_METRICS),
+        Workload::Sequential(_) => Some(firstbad_wire::SEQUENTIAL_METRICS),
+        Workload::Threads(_) => Some(firstbad_wire::THREADS_METRICS),
+        Workload::Fio(_) | Workload::Command(_) => None,
     }
 }
 

@@ -202,4 +202,5 @@ pub(super) struct RawClassify {
     pub(super) drift_check_every: Option<i64>,
     pub(super) confirm_pairs: Option<i64>,
     pub(super) refine_boots: Option<i64>,
+    pub(super) max_baseline_boots: Option<i64>,
 }

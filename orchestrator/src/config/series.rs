@@ -50,6 +50,8 @@ pub struct SeriesConfig {
     pub ssh: crate::watch::fetch::SshSettings,
     /// Commits whose changes are known: a change they fall in is acknowledged at once.
     pub ignore: Vec<String>,
+    /// Every metric judged, the workload's own first, with which way is worse.
+    pub metrics: Vec<(String, super::Direction)>,
     /// Detection settings.
     pub detect: DetectSettings,
     /// Who is told, and how (`[notify]`, docs/notify.md); none without the table.
@@ -88,6 +90,16 @@ struct RawSeries {
     known_hosts: Option<String>,
     #[serde(default)]
     ignore: Vec<String>,
+    #[serde(default)]
+    metrics: Vec<RawSeriesMetric>,
+}
+
+/// `metrics = [{ name = "writer_mb_s", direction = "higher-is-better" }]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeriesMetric {
+    name: String,
+    direction: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -268,6 +280,46 @@ impl SeriesConfig {
                 ));
             }
         }
+        let mut metrics = vec![(hunt.workload.metric.clone(), hunt.workload.direction)];
+        for (i, m) in series.metrics.iter().enumerate() {
+            let at = |f: &str| format!("series.metrics[{i}].{f}");
+            let direction = match m.direction.as_str() {
+                "lower-is-better" => super::Direction::LowerIsBetter,
+                "higher-is-better" => super::Direction::HigherIsBetter,
+                other => {
+                    return Err(field(
+                        &at("direction"),
+                        format!(
+                            "{} is not \"lower-is-better\" or \"higher-is-better\"",
+                            read::snippet(other)
+                        ),
+                    ))
+                }
+            };
+            if let Some(known) = super::known_metrics(&hunt.workload.workload) {
+                if !known.contains(&m.name.as_str()) {
+                    return Err(field(
+                        &at("name"),
+                        format!(
+                            "{} is not reported by {} workloads; use one of {}",
+                            read::snippet(&m.name),
+                            hunt.workload.workload.kind(),
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if metrics.iter().any(|(n, _)| *n == m.name) {
+                return Err(field(
+                    &at("name"),
+                    format!(
+                        "{} is judged already: list each metric once",
+                        read::snippet(&m.name)
+                    ),
+                ));
+            }
+            metrics.push((m.name.clone(), direction));
+        }
         hunt.goods.clear();
         hunt.bad.clear();
         let v = super::validate::Validator {
@@ -305,6 +357,7 @@ impl SeriesConfig {
                     .transpose()?,
             },
             ignore: series.ignore,
+            metrics,
             detect: DetectSettings {
                 min_effect: v.float(&DETECT_MIN_EFFECT, detect.min_effect)?,
                 alpha: v.float(&DETECT_ALPHA, detect.alpha)?,

@@ -638,13 +638,7 @@ fn workload(v: &Validator, raw: RawWorkloadRef) -> Result<WorkloadConfig, Config
     let metric = raw.metric;
     // fio and command workloads name their metrics after the job file or script, so they
     // can only be checked once a run has reported.
-    let known: Option<&[&str]> = match &workload {
-        Workload::FsyncLatency(_) => Some(FSYNC_LATENCY_METRICS),
-        Workload::Sequential(_) => Some(firstbad_wire::SEQUENTIAL_METRICS),
-        Workload::Threads(_) => Some(firstbad_wire::THREADS_METRICS),
-        Workload::Fio(_) | Workload::Command(_) => None,
-    };
-    if let Some(known) = known.filter(|k| !k.contains(&metric.as_str())) {
+    if let Some(known) = known_metrics(&workload).filter(|k| !k.contains(&metric.as_str())) {
         return Err(v.field(
             "workload.metric",
             format!(
@@ -784,6 +778,13 @@ fn classify(v: &Validator, c: RawClassify) -> Result<ClassifyConfig, ConfigError
         // with 60 boots in all; 60 per bit (docs/simulation.md) ends on the confidence,
         // not the budget, in 99% of the hunts at N = 64 and 1024.
         refine_boots: v.int(&bounds::CLASSIFY_REFINE_BOOTS, None, c.refine_boots)?,
+        // A reproduction of two distribution kernels in a suite cannot wait for 64 boots of
+        // each: the last look decides (confirmed or not distinguishable) at this count.
+        max_baseline_boots: v.int(
+            &bounds::CLASSIFY_MAX_BASELINE_BOOTS,
+            None,
+            c.max_baseline_boots,
+        )?,
     };
     if classify.min_boots > classify.max_boots {
         return Err(v.field(

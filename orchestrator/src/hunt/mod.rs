@@ -553,6 +553,10 @@ pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
             c.drift_check_every.to_string(),
         ),
         ("classify.refine_boots".into(), c.refine_boots.to_string()),
+        (
+            "classify.max_baseline_boots".into(),
+            c.max_baseline_boots.to_string(),
+        ),
         ("classify.confirm_pairs".into(), c.confirm_pairs.to_string()),
         ("classify.confidence".into(), c.confidence.to_string()),
     ])

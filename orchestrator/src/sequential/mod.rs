@@ -71,6 +71,8 @@ pub struct SequentialConfig {
     pub max_boots: usize,
     /// Smallest relative difference that counts (0.05 = 5%); smaller effects are no regression.
     pub min_effect: f64,
+    /// Boots of each endpoint at the baselines' last look ([`BASELINE_LOOKS`] up to it).
+    pub last_look: usize,
 }
 
 impl Default for SequentialConfig {
@@ -81,6 +83,7 @@ impl Default for SequentialConfig {
             // At Δ/σ = 1 the SPRT needs ~10 boots on average; 30 leaves room for the tail.
             max_boots: 30,
             min_effect: 0.05,
+            last_look: *BASELINE_LOOKS.last().expect("non-empty constant"),
         }
     }
 }
@@ -93,6 +96,7 @@ impl From<&ClassifyConfig> for SequentialConfig {
             beta: c.beta,
             max_boots: c.max_boots as usize,
             min_effect: c.min_effect,
+            last_look: c.max_baseline_boots as usize,
         }
     }
 }
@@ -267,7 +271,7 @@ pub fn assess_baselines(
     cfg: &SequentialConfig,
 ) -> BaselineOutcome {
     let n = good.len().min(bad.len());
-    let last = *BASELINE_LOOKS.last().expect("non-empty constant");
+    let last = cfg.last_look;
     // Past the last look (failed boots can make a caller overshoot it), decide now rather than
     // ask for boots forever.
     if !BASELINE_LOOKS.contains(&n) && n < last {

@@ -5,7 +5,7 @@
 
 use super::db::{RegressionState, SeriesDb, SeriesState};
 use super::reports::hunt_reports;
-use super::{db_path, describe, hunt_dir, WatchError};
+use super::{db_path, describe, WatchError};
 use crate::config::SeriesConfig;
 use crate::hunt::short;
 use crate::report::html::{esc, svg, CSS};
@@ -189,7 +189,7 @@ pub fn write(cfg: &SeriesConfig, out: &Path) -> Result<PathBuf, WatchError> {
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
     let mut reports = Vec::new();
     for c in &state.changes {
-        let hunt = cfg.hunt_between(&c.good, &c.bad, &hunt_dir(&cfg.state_dir, c.id));
+        let hunt = super::hunt_of(cfg, c);
         if let Some(r) = hunt_reports(&hunt)? {
             let name = format!("hunt-{:03}.html", c.id);
             std::fs::copy(&r.html, out.join(&name)).map_err(|e| io(&out.join(&name), e))?;

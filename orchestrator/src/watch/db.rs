@@ -120,6 +120,11 @@ pub enum SeriesEvent {
         effect: f64,
         /// Worse (a regression, hunted) or better (an improvement, recorded).
         regression: bool,
+        /// The metric it is judged and hunted on: of several that moved at this change, the
+        /// one that moved most (empty in databases from before several metrics: the
+        /// workload's own).
+        #[serde(default)]
+        metric: String,
         /// The detector's figures, for a person.
         summary: String,
     },
@@ -179,13 +184,21 @@ impl Night {
         self.boots.is_some() || self.failed.is_some()
     }
 
-    /// The measured values of `commit` this night.
+    /// The measured values of `commit` this night (the series' own metric).
     pub fn values(&self, commit: &str) -> Vec<f64> {
+        self.values_of(commit, None)
+    }
+
+    /// The measured values of `commit` this night of `metric`, or of the series' own metric.
+    pub fn values_of(&self, commit: &str, metric: Option<&str>) -> Vec<f64> {
         self.boots
             .iter()
             .flatten()
             .filter(|b| b.commit == commit)
-            .filter_map(|b| b.value)
+            .filter_map(|b| match metric {
+                None => b.value,
+                Some(m) => b.metrics.get(m).copied(),
+            })
             .collect()
     }
 }
@@ -205,6 +218,8 @@ pub struct Change {
     pub effect: f64,
     /// A regression (else an improvement).
     pub regression: bool,
+    /// The metric it is hunted on (empty: the workload's own).
+    pub metric: String,
     /// The detector's figures.
     pub summary: String,
     /// The hunt's outcome, once it ended.
@@ -266,6 +281,7 @@ impl SeriesState {
                 bad,
                 effect,
                 regression,
+                metric,
                 summary,
             } => self.changes.push(Change {
                 id: *id,
@@ -274,6 +290,7 @@ impl SeriesState {
                 bad: bad.clone(),
                 effect: *effect,
                 regression: *regression,
+                metric: metric.clone(),
                 summary: summary.clone(),
                 outcome: None,
                 acknowledged: false,
@@ -474,6 +491,7 @@ mod tests {
                 bad: "b".into(),
                 effect: 1.0,
                 regression: true,
+                metric: String::new(),
                 summary: String::new(),
             },
         ] {

@@ -22,9 +22,10 @@ struct Measured {
     night_values: Night,
 }
 
-/// The nights measured against the current reference, with boots of both, oldest first: the
-/// history the detector reads (a reference that moved starts a new one).
-fn history(state: &SeriesState) -> Vec<Measured> {
+/// The nights measured against the current reference with values of `metric` (`None`: the
+/// series' own) on both sides, oldest first: the history the detector reads (a reference that
+/// moved starts a new one).
+fn history(state: &SeriesState, metric: Option<&str>) -> Vec<Measured> {
     let Some(reference) = state.reference.as_deref() else {
         return Vec::new();
     };
@@ -36,12 +37,19 @@ fn history(state: &SeriesState) -> Vec<Measured> {
             night: n.night,
             head: n.head.clone(),
             night_values: Night {
-                head: n.values(&n.head),
-                reference: n.values(&n.reference),
+                head: n.values_of(&n.head, metric),
+                reference: n.values_of(&n.reference, metric),
             },
         })
         .filter(|m| !m.night_values.head.is_empty() && !m.night_values.reference.is_empty())
         .collect()
+}
+
+/// One metric's verdict on the newest night.
+struct Judged {
+    metric: String,
+    nights: Vec<Measured>,
+    detection: changepoint::Detection,
 }
 
 /// The detector's settings from the series file.
@@ -71,8 +79,22 @@ pub fn after_night(
     if db.state.judged.contains(&newest) {
         return Ok(());
     }
-    let nights = history(&db.state);
-    if nights.last().map(|m| m.night) != Some(newest) {
+    // Every metric judged on its own history; the series' own first.
+    let mut judged: Vec<Judged> = Vec::new();
+    for (i, (metric, direction)) in cfg.metrics.iter().enumerate() {
+        let nights = history(&db.state, (i > 0).then_some(metric.as_str()));
+        if nights.last().map(|m| m.night) != Some(newest) {
+            continue;
+        }
+        let values: Vec<Night> = nights.iter().map(|m| m.night_values.clone()).collect();
+        let detection = changepoint::detect(&values, *direction, &settings(cfg));
+        judged.push(Judged {
+            metric: metric.clone(),
+            nights,
+            detection,
+        });
+    }
+    if judged.is_empty() {
         // The first night (head = reference) or a night without values on a side.
         db.record(SeriesEvent::Judged {
             night: newest,
@@ -80,29 +102,55 @@ pub fn after_night(
         })?;
         return Ok(());
     }
-    let values: Vec<Night> = nights.iter().map(|m| m.night_values.clone()).collect();
-    let d = changepoint::detect(&values, cfg.hunt.workload.direction, &settings(cfg));
-    let tonight = d.tonight.as_ref().map_or_else(
-        || "no comparison".to_owned(),
-        |t| {
-            format!(
-                "head against reference {:+.1}% ({:+.1}% to {:+.1}%, p = {:.2e}){}",
-                t.effect * 100.0,
-                t.low * 100.0,
-                t.high * 100.0,
-                t.p_value,
-                if d.alarm.is_some() { ": alarm" } else { "" }
+    let tonight = judged
+        .iter()
+        .map(|j| {
+            let d = &j.detection;
+            d.tonight.as_ref().map_or_else(
+                || format!("{}: no comparison", j.metric),
+                |t| {
+                    format!(
+                        "{}: head against reference {:+.1}% ({:+.1}% to {:+.1}%, p = {:.2e}){}",
+                        j.metric,
+                        t.effect * 100.0,
+                        t.low * 100.0,
+                        t.high * 100.0,
+                        t.p_value,
+                        if d.alarm.is_some() { ": alarm" } else { "" }
+                    )
+                },
             )
-        },
-    );
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
     db.record(SeriesEvent::Judged {
         night: newest,
         summary: tonight.clone(),
     })?;
     out.say(format!("night {newest}: {tonight}"));
-    let Some(change) = changepoint::confirmed(&d) else {
+    // Several metrics that moved at one change make one change, judged and hunted on the
+    // metric that moved most (regressions before improvements).
+    let Some((j, change)) = judged
+        .iter()
+        .filter_map(|j| changepoint::confirmed(&j.detection).map(|c| (j, c)))
+        .max_by(|(_, a), (_, b)| {
+            (a.regression, a.effect.abs())
+                .partial_cmp(&(b.regression, b.effect.abs()))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    else {
         return Ok(());
     };
+    let nights = &j.nights;
+    let moved: Vec<String> = judged
+        .iter()
+        .filter(|o| o.metric != j.metric)
+        .filter_map(|o| {
+            let c = changepoint::confirmed(&o.detection)?;
+            (o.nights.get(c.night).map(|m| m.night) == nights.get(change.night).map(|m| m.night))
+                .then(|| format!("{} {:+.1}%", o.metric, c.effect * 100.0))
+        })
+        .collect();
     let at = &nights[change.night];
     // The last commit tested before the change: the night before it, or the reference.
     let good = match change.night {
@@ -122,9 +170,14 @@ pub fn after_night(
         return Ok(());
     }
     let id = db.state.changes.len() as u32 + 1;
+    let also = if moved.is_empty() {
+        String::new()
+    } else {
+        format!("; also moved: {}", moved.join(", "))
+    };
     let summary = format!(
-        "{} {:+.1}% from night {} ({} to {} boot by boot, p = {:.2e}; tonight: {tonight})",
-        cfg.hunt.workload.metric,
+        "{} {:+.1}% from night {} ({} to {} boot by boot, p = {:.2e}{also}; tonight: {tonight})",
+        j.metric,
         change.effect * 100.0,
         at.night,
         format_args!("{:+.1}%", change.test.low * 100.0),
@@ -138,12 +191,13 @@ pub fn after_night(
         bad: at.head.clone(),
         effect: change.effect,
         regression: change.regression,
+        metric: j.metric.clone(),
         summary,
     })?;
     out.say(format!(
         "change #{id} at night {}: {} {:+.1}% between {} and {} ({})",
         at.night,
-        cfg.hunt.workload.metric,
+        j.metric,
         change.effect * 100.0,
         short(&good),
         short(&at.head),

@@ -67,6 +67,16 @@ pub fn hunt_dir(state_dir: &Path, id: u32) -> PathBuf {
     state_dir.join("hunts").join(format!("{id:03}"))
 }
 
+/// The hunt file of change `c`'s hunt: between its two commits, on the metric it moved most.
+pub fn hunt_of(cfg: &SeriesConfig, c: &db::Change) -> crate::config::HuntConfig {
+    let mut hunt = cfg.hunt_between(&c.good, &c.bad, &hunt_dir(&cfg.state_dir, c.id));
+    if let Some((metric, direction)) = cfg.metrics.iter().find(|(m, _)| *m == c.metric) {
+        hunt.workload.metric = metric.clone();
+        hunt.workload.direction = *direction;
+    }
+    hunt
+}
+
 /// What a series' values mean: a series file that changes one of these is another series.
 pub fn meaning(cfg: &SeriesConfig) -> Result<BTreeMap<String, String>, WatchError> {
     let mut m = hunt::measurement_meaning(&cfg.hunt)?;
@@ -319,8 +329,8 @@ async fn hunt_regression(
     let Some(change) = db.state.open_regression().cloned() else {
         return Ok(());
     };
-    let dir = hunt_dir(&cfg.state_dir, change.id);
-    let hunt_cfg = cfg.hunt_between(&change.good, &change.bad, &dir);
+    let hunt_cfg = hunt_of(cfg, &change);
+    let dir = hunt_cfg.state_dir.clone();
     out.say(format!(
         "regression #{}: hunting between {} and {} (at most {} boots) in {}",
         change.id,

@@ -4,7 +4,7 @@
 
 use super::db::{Change, SeriesDb, SeriesEvent};
 use super::reports::hunt_reports;
-use super::{describe, hunt_dir, Cycle, WatchError};
+use super::{describe, Cycle, WatchError};
 use crate::config::SeriesConfig;
 use crate::hunt::short;
 use crate::notify::{self, Event, Message};
@@ -84,8 +84,17 @@ fn thread(cfg: &SeriesConfig, c: &Change) -> String {
     format!("{}-regression-{}", cfg.name, c.id)
 }
 
+/// The metric a change is judged on.
+fn metric<'a>(cfg: &'a SeriesConfig, c: &'a Change) -> &'a str {
+    if c.metric.is_empty() {
+        &cfg.hunt.workload.metric
+    } else {
+        &c.metric
+    }
+}
+
 fn detected(cfg: &SeriesConfig, c: &Change) -> Message {
-    let metric = &cfg.hunt.workload.metric;
+    let metric = metric(cfg, c);
     let subject = format!(
         "[firstbad] {}: {metric} {:+.0}% since night {}",
         cfg.name,
@@ -116,13 +125,12 @@ fn ended(cfg: &SeriesConfig, c: &Change) -> Result<Message, WatchError> {
     let subject = format!(
         "[firstbad] {}: {} {:+.0}% since night {}: {}",
         cfg.name,
-        cfg.hunt.workload.metric,
+        metric(cfg, c),
         c.effect * 100.0,
         c.night,
         describe(outcome)
     );
-    let dir = hunt_dir(&cfg.state_dir, c.id);
-    let hunt = cfg.hunt_between(&c.good, &c.bad, &dir);
+    let hunt = super::hunt_of(cfg, c);
     let (report, json) = match hunt_reports(&hunt)? {
         Some(r) => (
             format!("{}\nHTML report: {}\n", r.email, r.html.display()),

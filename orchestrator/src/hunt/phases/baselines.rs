@@ -33,10 +33,7 @@ pub fn next(d: &Driver, state: &HuntState) -> Decision {
             let (g, b) = (state.values(good), state.values(bad));
             match assess_baselines(&g, &b, dir, &seq) {
                 BaselineOutcome::Confirmed(_, summary) => {
-                    let n = g
-                        .len()
-                        .min(b.len())
-                        .min(*BASELINE_LOOKS.last().expect("set"));
+                    let n = g.len().min(b.len()).min(seq.last_look);
                     let summary = match per_host(state, &[(good, "good"), (bad, "bad")]) {
                         Some(hosts) => format!("{summary}; per host: {hosts}"),
                         None => summary,
