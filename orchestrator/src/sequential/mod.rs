@@ -553,6 +553,27 @@ mod tests {
     }
 
     #[test]
+    fn an_earlier_last_look_decides_at_its_count() {
+        // Overlapping sides: the default asks for more at 8 each; a last look at 8 decides.
+        let v: Vec<f64> = (0..8).map(|i| 35.0 + f64::from(i % 7)).collect();
+        let w: Vec<f64> = v.iter().map(|x| x * 1.1).collect();
+        let default = SequentialConfig::default();
+        assert_eq!(
+            assess_baselines(&v, &w, L, &default),
+            BaselineOutcome::NeedMore
+        );
+        let c = SequentialConfig {
+            last_look: 8,
+            ..default
+        };
+        let r = assess_baselines(&v, &w, L, &c);
+        assert!(
+            matches!(r, BaselineOutcome::Refuted(ref m) if m.contains("not distinguishable")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
     fn an_effect_below_the_floor_is_not_a_regression() {
         // 2% apart, perfectly separated, but the floor is 5%.
         let c = SequentialConfig::default();
