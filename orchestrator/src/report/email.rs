@@ -51,18 +51,38 @@ pub fn email(r: &Report) -> String {
             crate::hunt::short(&r.good.id),
             crate::hunt::short(&r.bad.id)
         ),
+        // A report that found no regression must not be headed as one.
+        _ if r.status == "not-reproduced" => format!(
+            "Subject: [NOT REPRODUCED] {}: {} from {} to {}",
+            r.name,
+            r.metric,
+            crate::hunt::short(&r.good.id),
+            crate::hunt::short(&r.bad.id)
+        ),
         _ => format!("Subject: [REGRESSION] {}: {}", r.name, r.status),
     };
     let _ = writeln!(out, "{subject}\n");
     let _ = writeln!(out, "Hi,\n");
+    // A prebuilt kernel has no subject: its package and version are its whole name.
+    let named = |c: &super::CommitRef, side: &str| {
+        let id = crate::hunt::short(&c.id);
+        if crate::hunt::is_commit_id(&c.id) {
+            format!("{id} (\"{}\", {side})", c.subject)
+        } else {
+            format!("{id} ({side})")
+        }
+    };
+    let verb = if r.status == "not-reproduced" {
+        "did not clearly regress"
+    } else {
+        "regressed"
+    };
     let _ = writeln!(
         out,
-        "{} regressed between {} (\"{}\", good)\nand {} (\"{}\", bad).\n",
+        "{} {verb} between {}\nand {}.\n",
         r.metric,
-        crate::hunt::short(&r.good.id),
-        r.good.subject,
-        crate::hunt::short(&r.bad.id),
-        r.bad.subject
+        named(&r.good, "good"),
+        named(&r.bad, "bad"),
     );
     if let Some(g) = &r.regression {
         for (label, e, good, bad) in [
