@@ -428,6 +428,12 @@ pub struct Journal {
     path: PathBuf,
     /// Device and inode of the file opened, to tell later whether `path` is still that file.
     file: Option<(u64, u64)>,
+    /// The stage this handle reads and writes ("" for a hunt's own events; a chained hunt's
+    /// later stages have names, see [`Journal::stage`]).
+    stage: String,
+    /// Whether the events table has the `stage` column (journals from before stages have not;
+    /// all their events are the "" stage's).
+    staged: bool,
 }
 
 /// The device and inode of the file at `path`.
@@ -444,8 +450,19 @@ const SCHEMA: &str = "
         at_ms INTEGER NOT NULL,
         kind TEXT NOT NULL,
         commit_id TEXT,
-        body TEXT NOT NULL
+        body TEXT NOT NULL,
+        stage TEXT NOT NULL DEFAULT ''
     );";
+
+/// Whether `conn`'s events table has the `stage` column.
+fn has_stage_column(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'stage'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
 
 impl Journal {
     /// Opens (creating if needed) the journal at `path`. The tables are created only in a
@@ -475,11 +492,48 @@ impl Journal {
             conn.execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
                 .map_err(err)?;
         }
+        // A journal from before stages gets the column; its events are the "" stage's.
+        let events: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        if events > 0 && !has_stage_column(&conn).map_err(err)? {
+            conn.execute_batch("ALTER TABLE events ADD COLUMN stage TEXT NOT NULL DEFAULT ''")
+                .map_err(err)?;
+        }
+        let staged = has_stage_column(&conn).map_err(err)?;
         Ok(Journal {
             conn,
             path: path.to_owned(),
             file: file_id(path).ok(),
+            stage: String::new(),
+            staged,
         })
+    }
+
+    /// This journal's events of one stage: a chained hunt (prebuilt kernels, then the source
+    /// between two of them) keeps each stage's identity and events in one file, every event
+    /// marked with its stage. "" is a hunt's own stage, the only one of an unchained hunt.
+    pub fn stage(mut self, name: &str) -> Journal {
+        self.stage = name.to_owned();
+        self
+    }
+
+    /// The stage this handle reads and writes.
+    pub fn stage_name(&self) -> &str {
+        &self.stage
+    }
+
+    /// The meta key of this stage's identity.
+    fn identity_key(&self) -> String {
+        if self.stage.is_empty() {
+            "identity".into()
+        } else {
+            format!("identity:{}", self.stage)
+        }
     }
 
     /// Opens an existing journal read-only (for `status` and `report` beside a running hunt).
@@ -520,10 +574,13 @@ impl Journal {
             }
             other => other.map_err(err)?,
         };
+        let staged = has_stage_column(&conn).map_err(err)?;
         Ok(Journal {
             conn,
             path: path.to_owned(),
             file: file_id(path).ok(),
+            stage: String::new(),
+            staged,
         })
     }
 
@@ -539,6 +596,31 @@ impl Journal {
             (Some(opened), Ok(now)) if opened != now => Err(self.moved()),
             (Some(_), Err(_)) => Err(self.moved()),
             _ => Ok(()),
+        }
+    }
+
+    /// The stages a journal holds, in the order they began ("" first when it has events).
+    pub fn stages(&self) -> Result<Vec<String>, JournalError> {
+        if !self.staged {
+            return Ok(vec![String::new()]);
+        }
+        let mut stmt = self.sql(
+            self.conn
+                .prepare("SELECT stage FROM events GROUP BY stage ORDER BY min(seq)"),
+        )?;
+        self.sql(
+            stmt.query_map([], |r| r.get::<_, String>(0))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+        )
+    }
+
+    fn unstaged(&self) -> JournalError {
+        JournalError::Damaged {
+            path: self.path.clone(),
+            what: format!(
+                "it was opened read-only from before stages, and cannot take stage {:?}",
+                self.stage
+            ),
         }
     }
 
@@ -559,9 +641,11 @@ impl Journal {
     pub fn identity(&self) -> Result<Option<HuntIdentity>, JournalError> {
         let v: Option<String> = self.sql(
             self.conn
-                .query_row("SELECT value FROM meta WHERE key = 'identity'", [], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT value FROM meta WHERE key = ?1",
+                    params![self.identity_key()],
+                    |r| r.get(0),
+                )
                 .optional(),
         )?;
         v.map(|s| {
@@ -579,8 +663,8 @@ impl Journal {
         self.still_at_path()?;
         let body = serde_json::to_string(id).expect("identity serialises");
         self.sql(self.conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('identity', ?1)",
-            params![body],
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![self.identity_key(), body],
         ))?;
         Ok(())
     }
@@ -639,10 +723,21 @@ impl Journal {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
-        self.sql(self.conn.execute(
-            "INSERT INTO events (at_ms, kind, commit_id, body) VALUES (?1, ?2, ?3, ?4)",
-            params![now, kind, commit, body],
-        ))?;
+        if !self.staged && !self.stage.is_empty() {
+            return Err(self.unstaged());
+        }
+        if self.staged {
+            self.sql(self.conn.execute(
+                "INSERT INTO events (at_ms, kind, commit_id, body, stage) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![now, kind, commit, body, self.stage],
+            ))?;
+        } else {
+            self.sql(self.conn.execute(
+                "INSERT INTO events (at_ms, kind, commit_id, body) VALUES (?1, ?2, ?3, ?4)",
+                params![now, kind, commit, body],
+            ))?;
+        }
         Ok((self.conn.last_insert_rowid(), now))
     }
 
@@ -659,20 +754,35 @@ impl Journal {
     pub fn bodies<T: serde::de::DeserializeOwned>(
         &self,
     ) -> Result<Vec<(i64, i64, T)>, JournalError> {
-        let mut stmt = self.sql(
-            self.conn
-                .prepare("SELECT seq, at_ms, body FROM events ORDER BY seq"),
-        )?;
-        let rows = self.sql(
-            stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
-        )?;
+        let row = |r: &rusqlite::Row| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        };
+        let rows = if self.staged {
+            let mut stmt = self
+                .sql(self.conn.prepare(
+                    "SELECT seq, at_ms, body FROM events WHERE stage = ?1 ORDER BY seq",
+                ))?;
+            self.sql(
+                stmt.query_map(params![self.stage], row)
+                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+            )?
+        } else if self.stage.is_empty() {
+            let mut stmt = self.sql(
+                self.conn
+                    .prepare("SELECT seq, at_ms, body FROM events ORDER BY seq"),
+            )?;
+            self.sql(
+                stmt.query_map([], row)
+                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+            )?
+        } else {
+            // A journal from before stages, read-only: it has no later stage.
+            Vec::new()
+        };
         rows.into_iter()
             .map(|(seq, at_ms, body)| {
                 let record = serde_json::from_str(&body).map_err(|e| JournalError::Decode {
@@ -689,6 +799,87 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn identity(bad: &str) -> HuntIdentity {
+        HuntIdentity {
+            good: "a".into(),
+            bad: bad.into(),
+            fingerprint: bad.into(),
+            meaning: Default::default(),
+        }
+    }
+
+    /// Issue 22 item 3: a chained hunt's stages in one file, each with its identity and its
+    /// events, every event marked with its stage.
+    #[test]
+    fn two_stages_of_one_journal_keep_their_own_identity_and_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite");
+        let first = Journal::open(&path).unwrap();
+        first
+            .start(&identity("k3"), &[Event::HuntStarted { candidates: 3 }])
+            .unwrap();
+        first
+            .append(&Event::RunStarted {
+                tuning: Default::default(),
+            })
+            .unwrap();
+        let source = Journal::open(&path).unwrap().stage("source");
+        assert_eq!(source.verify().unwrap(), None, "a new stage holds no hunt");
+        source
+            .start(&identity("c9"), &[Event::HuntStarted { candidates: 9 }])
+            .unwrap();
+        assert_eq!(first.identity().unwrap().unwrap().bad, "k3");
+        assert_eq!(source.identity().unwrap().unwrap().bad, "c9");
+        assert_eq!(first.verify().unwrap().unwrap().len(), 2);
+        let later = source.verify().unwrap().unwrap();
+        assert_eq!(later.len(), 1);
+        assert_eq!(later[0].seq, 3, "the stage starts where the first ended");
+        assert_eq!(first.stages().unwrap(), ["", "source"]);
+        let marks: Vec<String> = first
+            .conn
+            .prepare("SELECT stage FROM events ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(marks, ["", "", "source"]);
+        // A gap between the stages is damage, seen from either.
+        first
+            .conn
+            .execute_batch("DELETE FROM events WHERE seq = 2")
+            .unwrap();
+        let e = source.verify().unwrap_err().to_string();
+        assert!(e.contains("events 2 to 2 are missing"), "{e}");
+    }
+
+    #[test]
+    fn a_journal_from_before_stages_gets_the_column_and_keeps_its_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT \
+                 NULL, kind TEXT NOT NULL, commit_id TEXT, body TEXT NOT NULL);",
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO events (at_ms, kind, body) VALUES (0, 'hunt-started', ?1)",
+                params![serde_json::to_string(&Event::HuntStarted { candidates: 2 }).unwrap()],
+            )
+            .unwrap();
+        }
+        // Read-only, as `status` reads it: the old layout is read as the one stage.
+        let ro = Journal::open_read_only(&path).unwrap();
+        assert_eq!(ro.events().unwrap().len(), 1);
+        assert!(ro.stage("source").events().unwrap().is_empty());
+        let j = Journal::open(&path).unwrap();
+        assert!(j.staged);
+        assert_eq!(j.events().unwrap().len(), 1);
+    }
 
     #[test]
     fn events_survive_reopen_in_order() {

@@ -34,14 +34,32 @@ impl Journal {
         if identity.is_none() && entries.is_empty() {
             return Ok(None);
         }
-        check_sequence(identity.is_some(), &entries).map_err(damaged)?;
+        check_sequence(identity.is_some(), &entries, self.stage_name().is_empty())
+            .map_err(damaged)?;
+        // Every stage's numbers together run without a gap: a chained hunt's stages follow
+        // one another in the file.
+        let mut stmt = self.sql(self.conn.prepare("SELECT seq FROM events ORDER BY seq"))?;
+        let all: Vec<i64> = self.sql(
+            stmt.query_map([], |r| r.get(0))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()),
+        )?;
+        if let Some(w) = all.windows(2).find(|w| w[1] != w[0] + 1) {
+            return Err(damaged(format!(
+                "events {} to {} are missing",
+                w[0] + 1,
+                w[1] - 1
+            )));
+        }
         Ok(Some(entries))
     }
 }
 
 /// What is missing from a journal's events, given whether it has an identity: the identity,
 /// the hunt's first event (`HuntStarted`, sequence number 1) or numbers in the sequence.
-fn check_sequence(has_identity: bool, entries: &[Entry]) -> Result<(), String> {
+///
+/// The first stage starts the file (number 1); a later stage of a chained hunt starts where
+/// the one before it ended, with its own `HuntStarted`.
+fn check_sequence(has_identity: bool, entries: &[Entry], first_stage: bool) -> Result<(), String> {
     if !has_identity {
         return Err(format!(
             "it holds {} events but no hunt identity",
@@ -50,10 +68,10 @@ fn check_sequence(has_identity: bool, entries: &[Entry]) -> Result<(), String> {
     }
     match entries.first() {
         Some(Entry {
-            seq: 1,
+            seq,
             event: Event::HuntStarted { .. },
             ..
-        }) => {}
+        }) if *seq == 1 || !first_stage => {}
         Some(e) => {
             return Err(format!(
                 "it does not start with the hunt's first event (hunt-started, number 1): its \
