@@ -99,10 +99,20 @@ impl Builder {
         }
         let key =
             git2::Oid::hash_object(git2::ObjectType::Blob, &material)?.to_string()[..16].to_owned();
-        // The worktree and build directory belong to one repository (a linked worktree of it).
+        // The worktree and build directory belong to one repository (a linked worktree of it)
+        // and one cache: the key names the worktree in the repository's own list, and two
+        // caches building from one repository (two users, or a test's own cache beside the
+        // machine's) must not take each other's worktree for a stale one of theirs and prune
+        // it in the middle of a build.
+        std::fs::create_dir_all(&cfg.cache_dir)
+            .map_err(io(format!("creating {}", cfg.cache_dir.display())))?;
+        let cache_dir = std::fs::canonicalize(&cfg.cache_dir)
+            .map_err(io(format!("build cache {}", cfg.cache_dir.display())))?;
         let mut work_material = key.clone().into_bytes();
         work_material.push(0);
         work_material.extend_from_slice(repo_path.to_string_lossy().as_bytes());
+        work_material.push(0);
+        work_material.extend_from_slice(cache_dir.to_string_lossy().as_bytes());
         let work_key = git2::Oid::hash_object(git2::ObjectType::Blob, &work_material)?.to_string()
             [..16]
             .to_owned();
@@ -377,6 +387,21 @@ pub fn checkout_detached(
     }
     if !src.join(".git").exists() {
         if let Ok(stale) = repo.find_worktree(name) {
+            // Ours only if it was at `src`: a worktree of this name checked out elsewhere
+            // belongs to someone else, and pruning it would delete their files.
+            let same = |p: &Path| std::fs::canonicalize(p).ok();
+            let elsewhere = stale.path().exists() && same(stale.path()) != same(src);
+            if elsewhere {
+                return Err(BuildError::Io {
+                    what: format!(
+                        "checking out into {}: the repository's worktree {name:?} is checked \
+                         out at {}, which is not this build cache's",
+                        src.display(),
+                        stale.path().display()
+                    ),
+                    source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+                });
+            }
             let mut opts = git2::WorktreePruneOptions::new();
             opts.valid(true).working_tree(true).locked(true);
             stale.prune(Some(&mut opts))?;
@@ -720,12 +745,47 @@ mod tests {
             keys[0].1, keys[1].1,
             "each repository's worktree is its own"
         );
+        // A second cache building from the same repository names its worktree apart.
+        let elsewhere = BuildConfig {
+            cache_dir: dir.path().join("cache2"),
+            ..cfg.clone()
+        };
+        let b = Builder::new(&dir.path().join("a"), &elsewhere).unwrap();
+        assert_eq!(b.key, keys[0].0, "the kernel key");
+        assert_ne!(b.work_key, keys[0].1, "each cache's worktree is its own");
         let other = BuildConfig {
             make_args: vec!["LLVM=1".into()],
             ..cfg
         };
         let b = Builder::new(&dir.path().join("a"), &other).unwrap();
         assert_ne!(b.key, keys[0].0, "make arguments make another kernel");
+    }
+
+    // Found when a test's own build cache and the machine's built from one demo repository:
+    // each took the other's worktree (same name) for a stale one of its own and pruned it,
+    // deleting the files of a build in progress ("asm/shared/io.h: No such file").
+    #[test]
+    fn a_worktree_of_the_same_name_checked_out_elsewhere_is_not_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo_path = dir.path().join("repo");
+        let repo = git2::Repository::init(&repo_path).unwrap();
+        std::fs::write(repo_path.join("f"), "x").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("f")).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.org").unwrap();
+        let commit = repo
+            .commit(Some("HEAD"), &sig, &sig, "c", &tree, &[])
+            .unwrap()
+            .to_string();
+        let (mine, theirs) = (dir.path().join("mine"), dir.path().join("theirs"));
+        checkout_detached(&repo_path, &theirs, "wt", &commit).unwrap();
+        let e = checkout_detached(&repo_path, &mine, "wt", &commit).unwrap_err();
+        assert!(e.to_string().contains("not this build cache's"), "{e}");
+        assert!(
+            theirs.join("f").exists(),
+            "the other worktree's files were deleted"
+        );
     }
 
     #[test]
