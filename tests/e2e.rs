@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -40,43 +40,14 @@ state_dir = "{state}"
 /// Starts `firstbad run hunt`, waits until the journal satisfies `when` (at most an hour), lets
 /// the step under way run 3 s more, and kills firstbad with SIGKILL. Checks that no VM
 /// outlived it, and returns the journal as the kill left it.
-fn kill_9_when(
+fn kill_9_run_when(
     hunt: &Path,
     state: &Path,
     when: impl Fn(&[(String, Option<String>, serde_json::Value)]) -> bool,
 ) -> Vec<(String, Option<String>, serde_json::Value)> {
-    let mut child = firstbad()
-        .arg("run")
-        .arg(hunt)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("firstbad run ended ({status}) before it could be killed mid-hunt");
-        }
-        let events = if state.join("journal.sqlite").exists() {
-            journal_events(state)
-        } else {
-            Vec::new()
-        };
-        if when(&events) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the moment to kill did not come within an hour"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    std::thread::sleep(Duration::from_secs(3)); // into the step
-    let pid = child.id();
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(qemu_children(pid), 0, "a VM outlived a killed firstbad");
+    kill_9_when(&["run".as_ref(), hunt.as_os_str()], || {
+        state.join("journal.sqlite").exists() && when(&journal_events(state))
+    });
     journal_events(state)
 }
 
@@ -112,7 +83,7 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
     let state = dir.path().join("state");
 
     // First run: kill -9 during the first boot that follows the first verdict.
-    let before = kill_9_when(&hunt, &state, |events| {
+    let before = kill_9_run_when(&hunt, &state, |events| {
         let first_verdict = events.iter().position(|(k, _, _)| k == "verdict");
         first_verdict.is_some_and(|i| {
             events[i..].iter().any(|(k, _, _)| k == "boot-started")
@@ -343,7 +314,7 @@ drift_check_every = 0
     .unwrap();
 
     // First run: kill -9 while two candidate boots are in flight.
-    let before = kill_9_when(&hunt, &state, |events| {
+    let before = kill_9_run_when(&hunt, &state, |events| {
         let n = events.len();
         n >= 2
             && events.iter().any(|(k, _, _)| k == "verdict")

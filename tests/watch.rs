@@ -273,34 +273,14 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     // Night 3: killed with kill -9 in the middle of its boots, then resumed.
     git(&upstream, &["update-ref", "refs/heads/nightly", &heads[2]]);
     let night_dir = dir.path().join("state/nights/0003");
-    let mut child = firstbad()
-        .arg("watch")
-        .arg(&series)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    loop {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the night ended before the kill"
-        );
-        let booted = night_dir.join("journal.sqlite").exists()
+    kill_9_when(&["watch".as_ref(), series.as_os_str()], || {
+        night_dir.join("journal.sqlite").exists()
             && journal_events(&night_dir)
                 .iter()
                 .filter(|(k, _, _)| k == "boot-finished")
                 .count()
-                >= 2;
-        if booted {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no boots within an hour");
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    std::thread::sleep(Duration::from_secs(3)); // into the next boot
-    child.kill().unwrap();
-    child.wait().unwrap();
+                >= 2
+    });
     let before: Vec<_> = journal_events(&night_dir)
         .into_iter()
         .filter(|(k, _, _)| k == "boot-finished")

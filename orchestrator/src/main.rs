@@ -348,7 +348,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(code);
             }
             let dir = hunt::reproduce_dir(file.state_dir());
-            let Some((id, state)) = open_state(&dir)? else {
+            let Some((id, state)) = open_state(&dir, "")? else {
                 return Ok(code);
             };
             let ctx = report_context(&file, true).expect("a measured hunt: checked above");
@@ -403,7 +403,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         }
                         match &file {
                             HuntFile::Kernel(cfg) => {
-                                print!("{}", report::status::render(cfg, &id, &entries, now))
+                                print!("{}", report::status::render(cfg, &id, &entries, now));
+                                // A chained hunt in its source stage: that stage too.
+                                if let Some(chain) = chain_of(&file) {
+                                    let j = Journal::open_read_only(&path)?
+                                        .stage(hunt::chain::SOURCE_STAGE);
+                                    if let Some(sid) = j.identity()? {
+                                        let mut source = (**cfg).clone();
+                                        source.repo = chain.repo.clone();
+                                        source.build =
+                                            firstbad::config::Build::Source(chain.build.clone());
+                                        println!("\nsource stage ({}):", chain.repo.display());
+                                        let entries = j.events()?;
+                                        print!(
+                                            "{}",
+                                            report::status::render(&source, &sid, &entries, now)
+                                        );
+                                        // Followed until the source stage ends.
+                                        if HuntState::replay(&entries).end.is_none() && follow {
+                                            std::thread::sleep(std::time::Duration::from_secs(
+                                                interval.max(1),
+                                            ));
+                                            continue;
+                                        }
+                                    }
+                                }
                             }
                             HuntFile::Local(cfg) => match &cfg.test.measure {
                                 Some(m) => {
@@ -590,7 +614,7 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         return local_report_cmd(hunt, cfg, format, output);
     };
     let (repo, state_dir) = (file.repo(), file.state_dir());
-    let Some((id, state)) = open_state(state_dir)? else {
+    let Some((id, state)) = open_state(state_dir, "")? else {
         eprintln!(
             "firstbad: {}: no journal in {}: run `firstbad run {}` first",
             ctx.name,
@@ -600,7 +624,38 @@ fn report_cmd(hunt: &Path, format: Option<Format>, output: Option<PathBuf>) -> a
         return Ok(exit_code::BAD_INPUT);
     };
     let text = render(&ctx, repo, &id, &state, format);
+    let source = match chain_of(&file) {
+        Some(chain) => open_state(state_dir, hunt::chain::SOURCE_STAGE)?
+            .map(|(sid, sstate)| render(&ctx, &chain.repo, &sid, &sstate, format)),
+        None => None,
+    };
+    let Some(source) = source else {
+        return write_or_print(&text, output);
+    };
+    // A chained hunt: one report of both stages where the format can hold two; the source
+    // stage's, which names the commit, where it cannot.
+    let text = match format {
+        Some(Format::Markdown) => format!(
+            "# Stage 1 of 2: prebuilt kernels\n\n{text}\n# Stage 2 of 2: the source between \
+             the last good and the first bad kernel\n\n{source}"
+        ),
+        Some(Format::Json) => format!(
+            "{{\"stages\": {{\"prebuilt\": {}, \"source\": {}}}}}\n",
+            text.trim_end(),
+            source.trim_end()
+        ),
+        // The bisect log: only the stage that bisected git revisions has one.
+        None | Some(Format::Email) | Some(Format::Html) => source,
+    };
     write_or_print(&text, output)
+}
+
+/// A chained prebuilt hunt's `[chain]`.
+fn chain_of(file: &HuntFile) -> Option<&firstbad::config::ChainConfig> {
+    match file {
+        HuntFile::Kernel(cfg) => cfg.build.prebuilt()?.chain.as_ref(),
+        HuntFile::Local(_) => None,
+    }
 }
 
 /// A measured hunt's report in `format` (the bisect log for `None`).
@@ -673,12 +728,13 @@ fn local_report_cmd(
 
 fn open_state(
     state_dir: &Path,
+    stage: &str,
 ) -> anyhow::Result<Option<(firstbad::journal::HuntIdentity, HuntState)>> {
     let path = journal_path(state_dir);
     if !path.exists() {
         return Ok(None);
     }
-    let j = Journal::open_read_only(&path)?;
+    let j = Journal::open_read_only(&path)?.stage(stage);
     let Some(id) = j.identity()? else {
         return Ok(None);
     };
@@ -694,7 +750,12 @@ fn print_outcome(
 ) -> u8 {
     match result {
         Ok(outcome) => {
-            let history = History::open(file.repo()).ok();
+            // A chained hunt's answer is a commit of its source stage's repository.
+            let repo = chain_of(file).map_or(file.repo(), |c| c.repo.as_path());
+            if let Some(line) = chained_line(file) {
+                println!("{line}");
+            }
+            let history = History::open(repo).ok();
             let commits = RepoCommits(history);
             match &outcome.end {
                 HuntEnd::Found { commit } => {
@@ -748,6 +809,24 @@ fn print_outcome(
             e.exit_code()
         }
     }
+}
+
+/// What a chained hunt's prebuilt stage found, once its source stage has begun: "first bad
+/// prebuilt kernel: K (last good: G); bisected R between G's and K's revisions".
+fn chained_line(file: &HuntFile) -> Option<String> {
+    let chain = chain_of(file)?;
+    let (_, state) = open_state(file.state_dir(), "").ok()??;
+    let (source, _) = open_state(file.state_dir(), hunt::chain::SOURCE_STAGE).ok()??;
+    let HuntEnd::Found { commit } = state.end.as_ref()? else {
+        return None;
+    };
+    Some(format!(
+        "first bad prebuilt kernel: {commit}; bisected {} from {} (the last good kernel's \
+         revision) to {} (its own); `firstbad report` shows both stages",
+        chain.repo.display(),
+        short(&source.good),
+        short(&source.bad)
+    ))
 }
 
 /// Writes a report to `output`, or prints it.

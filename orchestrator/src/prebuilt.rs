@@ -391,6 +391,7 @@ mod tests {
             })
             .collect();
         let cfg = PrebuiltConfig {
+            chain: None,
             kernels: candidates.iter().map(|c| c.kernel.clone()).collect(),
             good: Some("b".into()),
             bad: None,

@@ -139,6 +139,39 @@ pub fn journal_events(state: &Path) -> Vec<(String, Option<String>, serde_json::
     rows
 }
 
+/// Spawns `firstbad <args>`, waits (at most an hour) until `ready` says so, lets the step under
+/// way run 3 s more, and kills it with SIGKILL. Checks that no VM outlived it.
+pub fn kill_9_when(args: &[&std::ffi::OsStr], ready: impl Fn() -> bool) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = firstbad()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let said = std::fs::read_to_string(log.path()).unwrap_or_default();
+            panic!("firstbad {args:?} ended ({status}) before it could be killed:\n{said}");
+        }
+        if ready() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the moment to kill firstbad {args:?} did not come within an hour"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3)); // into the step
+    let pid = child.id();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(qemu_children(pid), 0, "a VM outlived a killed firstbad");
+}
+
 pub fn qemu_children(pid: u32) -> usize {
     // qemu dies with firstbad (PR_SET_PDEATHSIG); count qemu processes whose parent was it.
     let out = Command::new("ps")

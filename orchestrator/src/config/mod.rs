@@ -24,6 +24,7 @@ pub use series::SeriesConfig;
 
 use crate::error::ConfigError;
 use firstbad_wire::Workload;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A validated hunt: everything `firstbad run` needs, with absolute paths.
@@ -197,6 +198,21 @@ pub struct PrebuiltConfig {
     pub bad: Option<String>,
     /// Where downloaded packages and unpacked kernels are cached (`<build cache>/prebuilt`).
     pub cache_dir: PathBuf,
+    /// `[chain]`: after the first bad kernel, a source hunt between its revision and the last
+    /// good kernel's (coarse to fine, issue 22 item 3).
+    pub chain: Option<ChainConfig>,
+}
+
+/// `[chain]`: the source tree the prebuilt kernels were built from, which revision each is,
+/// and how the source stage builds.
+#[derive(Debug, Clone)]
+pub struct ChainConfig {
+    /// The kernel git repository (`chain.repo`).
+    pub repo: PathBuf,
+    /// Entry of `build.kernels` (as written) → its revision in `repo`.
+    pub revisions: BTreeMap<String, String>,
+    /// The source stage's build (`chain.config`, `chain.jobs`, ...).
+    pub build: BuildConfig,
 }
 
 /// One entry of `build.kernels`.

@@ -18,6 +18,21 @@ pub(super) struct RawHunt {
     pub(super) test: Option<RawTest>,
     #[serde(default)]
     pub(super) report: RawReport,
+    pub(super) chain: Option<RawChain>,
+}
+
+/// `[chain]`: a prebuilt hunt's source stage.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawChain {
+    pub(super) repo: Option<String>,
+    #[serde(default)]
+    pub(super) revisions: std::collections::BTreeMap<String, String>,
+    pub(super) config: Option<String>,
+    pub(super) jobs: Option<i64>,
+    pub(super) ccache: Option<String>,
+    pub(super) make_args: Option<Vec<String>>,
+    pub(super) timeout_s: Option<i64>,
 }
 
 /// `[test]`: a command run in a checkout of each candidate (a local command hunt).

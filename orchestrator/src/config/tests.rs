@@ -639,6 +639,7 @@ fn a_prebuilt_list_needs_no_repository_and_keeps_its_order() {
 #[test]
 fn prebuilt_mistakes_name_the_field_and_the_fix() {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("kdir")).unwrap();
     let qemu = "kind = \"qemu\"";
     let cases = [
         ("repo = \"linux\"", TWO, qemu, "hunt.repo: is for hunts over git commits"),
@@ -653,6 +654,7 @@ fn prebuilt_mistakes_name_the_field_and_the_fix() {
         ("", &format!("{TWO}\nconfig = \"x.config\""), qemu, "build.config: is for kind = \"source\""),
         ("", "kernels = [\"Linux Image\", \"b\"]", qemu, "build.kernels[0]: \"Linux Image\" is not a Debian package name"),
         ("", "kernels = [\"./nope.deb\", \"b1\"]", qemu, "is neither a directory"),
+        ("", "kernels = [\"kdir\", \"b1\"]", qemu, "build.kernels[0]: \"kdir\" is read as a Debian package name, and a directory of that name is beside the hunt file: write \"./kdir\""),
         (
             "",
             TWO,
@@ -684,6 +686,73 @@ fn a_git_hunt_without_a_repository_points_at_prebuilt() {
     let e = HuntConfig::load(&p).unwrap_err().to_string();
     assert!(
         e.contains("hunt.repo: missing") && e.contains("prebuilt"),
+        "{e}"
+    );
+}
+
+/// Issue 22 item 3: `[chain]` maps prebuilt kernels to revisions and builds the source stage.
+#[test]
+fn a_chain_maps_kernels_to_revisions_and_builds_like_a_source_hunt() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "kernel.config", "CONFIG_64BIT=y\n");
+    std::fs::create_dir_all(dir.path().join("linux")).unwrap();
+    let chain = |extra: &str| {
+        format!("{TWO}\n\n[chain]\nrepo = \"linux\"\nconfig = \"kernel.config\"\n{extra}")
+    };
+    let ok = chain(
+        "jobs = 3\nrevisions = { \"linux-image-6.1.0-47-cloud-amd64\" = \"v6.1.170\", \
+         \"linux-image-6.1.0-57-cloud-amd64=6.1.192-3\" = \"v6.1.192\" }",
+    );
+    let p = prebuilt_fixture(dir.path(), "", &ok, "kind = \"qemu\"");
+    let c = HuntConfig::load(&p).unwrap();
+    let chain_cfg = c.build.prebuilt().unwrap().chain.clone().expect("a chain");
+    assert!(chain_cfg.repo.ends_with("linux"));
+    assert_eq!(chain_cfg.build.jobs, 3);
+    assert!(chain_cfg.build.kernel_config.ends_with("kernel.config"));
+    assert_eq!(
+        chain_cfg.revisions["linux-image-6.1.0-47-cloud-amd64"],
+        "v6.1.170"
+    );
+
+    let cases = [
+        (chain("revisions = { \"linux-image-9\" = \"v1\" }"), "chain.revisions.\"linux-image-9\": is not an entry of build.kernels"),
+        (chain("revisions = { \"linux-image-6.1.0-47-cloud-amd64\" = \" \" }"), "is empty: give the kernel's revision"),
+        (chain(""), "chain.revisions: missing"),
+        (
+            format!("{TWO}\n\n[chain]\nrepo = \"linux\"\nrevisions = {{ \"linux-image-6.1.0-47-cloud-amd64\" = \"v1\" }}"),
+            "chain.config: missing",
+        ),
+        (
+            format!("{TWO}\n\n[chain]\nconfig = \"kernel.config\""),
+            "chain.repo: missing",
+        ),
+        (chain("jobs = 0\nrevisions = { \"linux-image-6.1.0-47-cloud-amd64\" = \"v1\" }"), "chain.jobs: "),
+        (chain("ccache = \"maybe\"\nrevisions = { \"linux-image-6.1.0-47-cloud-amd64\" = \"v1\" }"), "chain.ccache: \"maybe\""),
+    ];
+    for (build, want) in cases {
+        let p = prebuilt_fixture(dir.path(), "", &build, "kind = \"qemu\"");
+        let e = HuntConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+}
+
+#[test]
+fn a_chain_beside_a_source_build_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "kernel.config", "CONFIG_64BIT=y\n");
+    let p = prebuilt_fixture(
+        dir.path(),
+        "repo = \".\"\ngood = \"v1\"\nbad = \"v2\"",
+        "\n\n[chain]\nrepo = \".\"",
+        "kind = \"qemu\"",
+    );
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("kind = \"prebuilt\"", "config = \"kernel.config\"");
+    std::fs::write(&p, text).unwrap();
+    let e = HuntConfig::load(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("chain: is for [build] kind = \"prebuilt\""),
         "{e}"
     );
 }

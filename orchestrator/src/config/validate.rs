@@ -4,7 +4,8 @@ use super::bounds::{self, Bound};
 use super::expand::{expand, non_directory_ancestor};
 use super::hosts::hosts;
 use super::raw::{
-    OneOrMany, RawBuild, RawClassify, RawHunt, RawHuntSection, RawMetric, RawTest, RawWorkloadRef,
+    OneOrMany, RawBuild, RawChain, RawClassify, RawHunt, RawHuntSection, RawMetric, RawTest,
+    RawWorkloadRef,
 };
 use super::read::{self, snippet};
 use super::*;
@@ -44,6 +45,7 @@ pub(super) fn hunt_file(path: &Path, text: &str) -> Result<HuntFile, ConfigError
         // mistake (which of the two tests was meant?), not something to ignore.
         let kernel_tables = [
             ("build", raw.build.is_some()),
+            ("chain", raw.chain.is_some()),
             ("hosts", !raw.hosts.is_empty()),
             ("workload", raw.workload.is_some()),
         ];
@@ -77,7 +79,17 @@ pub(super) fn hunt_file(path: &Path, text: &str) -> Result<HuntFile, ConfigError
     };
     let raw_build = raw.build.ok_or_else(|| missing("build"))?;
     let raw_workload = raw.workload.ok_or_else(|| missing("workload"))?;
-    let build = build(&v, raw_build, &range)?;
+    let mut build = build(&v, raw_build, &range)?;
+    if let Some(raw_chain) = raw.chain {
+        let Build::Prebuilt(p) = &mut build else {
+            return Err(v.field(
+                "chain",
+                "is for [build] kind = \"prebuilt\": it chains a source hunt after the first \
+                 bad prebuilt kernel; a source hunt bisects hunt.repo already, remove [chain]",
+            ));
+        };
+        p.chain = Some(chain(&v, raw_chain, p)?);
+    }
     let hosts = hosts(&v, raw.hosts)?;
     if build.prebuilt().is_some() {
         // Installing a distribution package on a lab machine needs its own initramfs and
@@ -514,6 +526,7 @@ fn prebuilt_build(
         ));
     }
     Ok(PrebuiltConfig {
+        chain: None,
         kernels,
         good,
         bad,
@@ -540,6 +553,18 @@ fn prebuilt_entry(v: &Validator, field: &str, e: &str) -> Result<KernelSource, C
                 ),
             ))
         };
+    }
+    // A bare name is a package; one that names a directory beside the hunt file was most
+    // likely meant as that directory, and apt would only say it knows no such package.
+    if v.base.join(e).is_dir() {
+        return Err(v.field(
+            field,
+            format!(
+                "{} is read as a Debian package name, and a directory of that name is beside \
+                 the hunt file: write \"./{e}\" for the directory",
+                snippet(e)
+            ),
+        ));
     }
     let (name, version) = match e.split_once('=') {
         Some((n, ver)) => (n, Some(ver)),
@@ -574,29 +599,99 @@ fn prebuilt_entry(v: &Validator, field: &str, e: &str) -> Result<KernelSource, C
     })
 }
 
+/// `[chain]`: the source tree of a prebuilt hunt's kernels, the revision of each, and the
+/// source stage's build settings.
+fn chain(v: &Validator, raw: RawChain, p: &PrebuiltConfig) -> Result<ChainConfig, ConfigError> {
+    let raw_repo = raw.repo.ok_or_else(|| {
+        v.field(
+            "chain.repo",
+            "missing: the git repository the kernels of build.kernels were built from, e.g. \
+             \"~/src/linux\"",
+        )
+    })?;
+    let repo = v.path("chain.repo", &raw_repo)?;
+    if raw.revisions.is_empty() {
+        return Err(v.field(
+            "chain.revisions",
+            "missing: map entries of build.kernels to their revisions in chain.repo, e.g. \
+             revisions = { \"linux-image-6.1.0-47-cloud-amd64\" = \"v6.1.170\" }",
+        ));
+    }
+    for (entry, rev) in &raw.revisions {
+        if !p.kernels.iter().any(|k| k.entry == *entry) {
+            return Err(v.field(
+                &format!("chain.revisions.{entry:?}"),
+                "is not an entry of build.kernels: name each kernel as written there",
+            ));
+        }
+        if rev.trim().is_empty() {
+            return Err(v.field(
+                &format!("chain.revisions.{entry:?}"),
+                "is empty: give the kernel's revision in chain.repo (commit, tag, branch)",
+            ));
+        }
+    }
+    let cache_dir = p
+        .cache_dir
+        .parent()
+        .map_or_else(|| p.cache_dir.clone(), Path::to_path_buf);
+    let build = source_build_at(
+        v,
+        "chain",
+        RawBuild {
+            kind: None,
+            kernels: None,
+            config: raw.config,
+            cache_dir: None,
+            jobs: raw.jobs,
+            ccache: raw.ccache,
+            make_args: raw.make_args,
+            timeout_s: raw.timeout_s,
+        },
+        cache_dir,
+    )?;
+    Ok(ChainConfig {
+        repo,
+        revisions: raw.revisions,
+        build,
+    })
+}
+
 fn source_build(
     v: &Validator,
     raw: RawBuild,
     cache_dir: PathBuf,
 ) -> Result<BuildConfig, ConfigError> {
+    source_build_at(v, "build", raw, cache_dir)
+}
+
+/// A source build's fields, read from the table `at` (`build`, or `chain` for a chained
+/// hunt's source stage), each error naming the field there.
+fn source_build_at(
+    v: &Validator,
+    at: &str,
+    raw: RawBuild,
+    cache_dir: PathBuf,
+) -> Result<BuildConfig, ConfigError> {
+    let f = |name: &str| format!("{at}.{name}");
     if raw.kernels.is_some() {
         return Err(v.field(
-            "build.kernels",
+            &f("kernels"),
             "is for kind = \"prebuilt\": set [build] kind = \"prebuilt\" to boot these \
              kernels, or remove it to build each commit",
         ));
     }
     let raw_config = raw.config.ok_or_else(|| {
         v.field(
-            "build.config",
+            &f("config"),
             "missing: point it at a kernel .config (configs/kernel/ has one), or set kind = \
              \"prebuilt\" to boot kernels already built",
         )
     })?;
-    let kernel_config = v.path("build.config", &raw_config)?;
+    let kernel_config = v.path(&f("config"), &raw_config)?;
     if !kernel_config.is_file() {
         return Err(v.field(
-            "build.config",
+            &f("config"),
             format!(
                 "{} does not exist: point it at a kernel .config (configs/kernel/ has one)",
                 snippet(&kernel_config.display().to_string())
@@ -609,7 +704,7 @@ fn source_build(
         "off" | "false" => Ccache::Off,
         other => {
             return Err(v.field(
-                "build.ccache",
+                &f("ccache"),
                 format!("{} is not one of \"auto\", \"on\", \"off\"", snippet(other)),
             ))
         }
@@ -619,11 +714,11 @@ fn source_build(
     Ok(BuildConfig {
         kernel_config,
         cache_dir,
-        jobs: v.int(&bounds::BUILD_JOBS, None, jobs)?,
+        jobs: v.int_as(&bounds::BUILD_JOBS, &f("jobs"), jobs)?,
         ccache,
         make_args: raw.make_args.unwrap_or_default(),
         // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
-        timeout_s: v.int(&bounds::BUILD_TIMEOUT_S, None, raw.timeout_s)?,
+        timeout_s: v.int_as(&bounds::BUILD_TIMEOUT_S, &f("timeout_s"), raw.timeout_s)?,
     })
 }
 
@@ -863,12 +958,23 @@ impl Validator<'_> {
             Some(i) => b.field.replace("hosts[]", &format!("hosts[{i}]")),
             None => b.field.to_owned(),
         };
+        self.int_as(b, &field, raw)
+    }
+
+    /// [`Validator::int`] for a bound's field read from another table (`chain.jobs` is
+    /// `build.jobs`'s bound): errors name `field`.
+    pub(super) fn int_as<T: TryFrom<i64>>(
+        &self,
+        b: &Bound,
+        field: &str,
+        raw: Option<i64>,
+    ) -> Result<T, ConfigError> {
         let x = match (raw, b.default) {
             (Some(x), _) | (None, bounds::Default::Int(x)) => x,
-            (None, _) => return Err(self.field(&field, "is missing: give a number")),
+            (None, _) => return Err(self.field(field, "is missing: give a number")),
         };
-        let x = b.int(x).map_err(|m| self.field(&field, m))?;
-        T::try_from(x).map_err(|_| self.field(&field, format!("{x} does not fit")))
+        let x = b.int(x).map_err(|m| self.field(field, m))?;
+        T::try_from(x).map_err(|_| self.field(field, format!("{x} does not fit")))
     }
 
     /// A float field checked against its bound (finite, inside the range).

@@ -8,6 +8,7 @@
 //! answers), finished boots are not re-measured, and verdicts are re-applied to a fresh
 //! bisection in the order they were given.
 
+pub mod chain;
 pub mod driver;
 pub mod evidence;
 pub mod judge;
@@ -186,6 +187,7 @@ pub async fn run_with(
 ) -> Result<Outcome, HuntError> {
     let (range, kernels) = candidates(cfg)?;
     let run = Run {
+        stage: "",
         state_dir: &cfg.state_dir,
         classify: cfg.classify.clone(),
         stop_at_baselines: false,
@@ -194,7 +196,18 @@ pub async fn run_with(
         replay,
         restore,
     };
-    engine(cfg, range, &kernels, run).await
+    let first = engine(cfg, range, &kernels, run).await?;
+    match cfg.build.prebuilt().and_then(|p| p.chain.as_ref()) {
+        // Only a confirmed first bad kernel is narrowed: an unconfirmed one may be the wrong
+        // pair of kernels to build the source between.
+        Some(chain) if first.exit_code == crate::error::exit_code::OK => {
+            match chain::source_stage(cfg, chain, &kernels)? {
+                Some(source) => chain::run_source(&source, restore).await,
+                None => Ok(first),
+            }
+        }
+        _ => Ok(first),
+    }
 }
 
 /// `firstbad watch`'s automatic hunt: [`run`] that stops once it has spent `budget` boots
@@ -202,6 +215,7 @@ pub async fn run_with(
 pub async fn run_budgeted(cfg: &HuntConfig, budget: usize) -> Result<Outcome, HuntError> {
     let (range, kernels) = candidates(cfg)?;
     let run = Run {
+        stage: "",
         state_dir: &cfg.state_dir,
         classify: cfg.classify.clone(),
         stop_at_baselines: false,
@@ -239,6 +253,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
     };
     let dir = reproduce_dir(&cfg.state_dir);
     let run = Run {
+        stage: "",
         state_dir: &dir,
         classify: crate::config::ClassifyConfig {
             mode: ClassifyMode::Baselines,
@@ -264,6 +279,7 @@ pub async fn measure_pair(
 ) -> Result<Outcome, HuntError> {
     let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
     let run = Run {
+        stage: "",
         state_dir,
         classify: crate::config::ClassifyConfig {
             mode: ClassifyMode::Baselines,
@@ -280,6 +296,8 @@ pub async fn measure_pair(
 
 /// How one run of the engine on a kernel hunt file differs between `run` and `reproduce`.
 struct Run<'a> {
+    /// The journal's stage ("" but in a chained hunt's source stage).
+    stage: &'a str,
     state_dir: &'a Path,
     classify: crate::config::ClassifyConfig,
     stop_at_baselines: bool,
@@ -297,6 +315,7 @@ async fn engine(
     run: Run<'_>,
 ) -> Result<Outcome, HuntError> {
     let Run {
+        stage,
         state_dir,
         classify,
         stop_at_baselines,
@@ -309,7 +328,7 @@ async fn engine(
     let good = range.goods[0].clone();
     let meaning = meaning(cfg, &classify, &range)?;
     let (_lock, journal, mut state) =
-        match prelude::open_hunt(state_dir, &range, meaning, tuning(&classify), replay)? {
+        match prelude::open_hunt(state_dir, stage, &range, meaning, tuning(&classify), replay)? {
             prelude::Opened::Ended(outcome) => return Ok(outcome),
             prelude::Opened::Run {
                 lock,

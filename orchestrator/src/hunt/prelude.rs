@@ -287,11 +287,12 @@ pub enum Opened {
 }
 
 /// What every run of a hunt does first, kernel and command hunts alike: take the state
-/// directory, check that its journal is this hunt's ([`begin_or_resume`]), say what an
+/// directory, open its journal's `stage` ("" but in a chained hunt's later stage), check that its journal is this hunt's ([`begin_or_resume`]), say what an
 /// interrupted run was doing, journal `RunStarted` with the run's `tuning`, and apply a
 /// `git bisect log` given with `--replay`.
 pub fn open_hunt(
     state_dir: &Path,
+    stage: &str,
     range: &HuntRange,
     meaning: BTreeMap<String, String>,
     tuning: BTreeMap<String, String>,
@@ -304,7 +305,7 @@ pub fn open_hunt(
         ))
     })?;
     let lock = lock_state_dir(state_dir)?;
-    let journal = Journal::open(&super::journal_path(state_dir))?;
+    let journal = Journal::open(&super::journal_path(state_dir))?.stage(stage);
     let identity = HuntIdentity {
         good: range.goods[0].clone(),
         bad: range.bad.clone(),

@@ -264,7 +264,7 @@ fn unlink_checkouts(checkouts: &Path) {
 /// (issue 19, finding 6).
 pub fn confirm_saved(journal: &Journal, end: &HuntEnd) -> Result<(), HuntError> {
     journal.still_at_path()?;
-    match last_event_is(journal.path(), end) {
+    match last_event_is(journal.path(), journal.stage_name(), end) {
         None => Ok(()),
         Some(why) => Err(HuntError::NotSaved(format!(
             "{why}: the hunt's result was not saved, so it is not given; rerun to resume"
@@ -272,11 +272,11 @@ pub fn confirm_saved(journal: &Journal, end: &HuntEnd) -> Result<(), HuntError> 
     }
 }
 
-/// Why the journal at `path`, read afresh, does not end with `Finished { end }`, if it does
-/// not.
-fn last_event_is(path: &Path, end: &HuntEnd) -> Option<String> {
+/// Why the journal at `path`, read afresh, does not end `stage`'s events with
+/// `Finished { end }`, if it does not.
+fn last_event_is(path: &Path, stage: &str, end: &HuntEnd) -> Option<String> {
     let last = Journal::open_read_only(path)
-        .and_then(|j| j.events())
+        .and_then(|j| j.stage(stage).events())
         .map(|mut e| e.pop().map(|e| e.event));
     match last {
         Ok(Some(Event::Finished { end: saved })) if saved == *end => None,
@@ -485,6 +485,33 @@ mod tests {
         let e = confirm_saved(&j, &end).expect_err("the directory is gone");
         assert_eq!((e.exit_code(), e.resumes()), (5, false), "{e}");
         assert!(e.to_string().contains("removed, moved or replaced"), "{e}");
+    }
+
+    // Found by tests/chain.rs: the source stage's end was read back from the prebuilt
+    // stage's events, and a chained hunt's right answer was withheld (exit 5).
+    #[test]
+    fn a_later_stages_end_is_read_back_from_its_own_events() {
+        let (dir, first) = hunt_dir(&"c".repeat(40));
+        finished(&first);
+        let source = Journal::open(&journal_path(dir.path()))
+            .unwrap()
+            .stage("source");
+        let id = HuntIdentity {
+            good: "d".repeat(40),
+            bad: "e".repeat(40),
+            fingerprint: "g".into(),
+            meaning: Default::default(),
+        };
+        source
+            .start(&id, &[Event::HuntStarted { candidates: 3 }])
+            .unwrap();
+        let end = HuntEnd::Found {
+            commit: "e".repeat(40),
+        };
+        source
+            .append(&Event::Finished { end: end.clone() })
+            .unwrap();
+        confirm_saved(&source, &end).expect("the source stage's end is saved");
     }
 
     #[test]

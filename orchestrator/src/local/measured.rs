@@ -100,14 +100,15 @@ fn engine(
     crate::hunt::judging_meaning(&mut meaning, &classify, ("test.direction", m.direction));
     let mut tuning = crate::hunt::tuning(&classify);
     tuning.insert("test.jobs".into(), cfg.test.jobs.to_string());
-    let (_lock, journal, mut state) = match open_hunt(state_dir, &range, meaning, tuning, replay)? {
-        Opened::Ended(outcome) => return Ok(outcome),
-        Opened::Run {
-            lock,
-            journal,
-            state,
-        } => (lock, journal, *state),
-    };
+    let (_lock, journal, mut state) =
+        match open_hunt(state_dir, "", &range, meaning, tuning, replay)? {
+            Opened::Ended(outcome) => return Ok(outcome),
+            Opened::Run {
+                lock,
+                journal,
+                state,
+            } => (lock, journal, *state),
+        };
     let builder = TreeBuilder::new(cfg, m, state_dir)?;
     let k = cfg.test.jobs as usize;
     let runners: Vec<Arc<Runner>> = (0..k)

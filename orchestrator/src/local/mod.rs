@@ -90,7 +90,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
     meaning.insert("test.command".into(), cfg.test.command.clone());
     let tuning = BTreeMap::from([("test.jobs".into(), cfg.test.jobs.to_string())]);
     let (_lock, journal, mut state) =
-        match open_hunt(&cfg.state_dir, &range, meaning, tuning, replay)? {
+        match open_hunt(&cfg.state_dir, "", &range, meaning, tuning, replay)? {
             Opened::Ended(outcome) => return Ok(outcome),
             Opened::Run {
                 lock,
