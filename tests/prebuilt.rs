@@ -98,7 +98,7 @@ fn debian_cloud_kernels_boot_under_tcg_each_verified_by_its_release() {
     for k in &kernels {
         let started = Instant::now();
         let out = Command::new(env!("CARGO_BIN_EXE_firstbad"))
-            .env("FIRSTBAD_AGENT", &agent)
+            .env("FIRSTBAD_AGENT", agent)
             .arg("try")
             .arg(&hunt)
             .arg(k)
