@@ -107,10 +107,20 @@ impl Builder {
         }
         let key =
             git2::Oid::hash_object(git2::ObjectType::Blob, &material)?.to_string()[..16].to_owned();
-        // The worktree and build directory belong to one repository (a linked worktree of it).
+        // The worktree and build directory belong to one repository (a linked worktree of it)
+        // and one cache directory: the worktree's name in the repository is made of this key,
+        // and two caches building from one repository under one name pruned each other's
+        // worktree, files and all, in the middle of a checkout (found by tests/distcc.rs, whose
+        // cache is its own).
+        std::fs::create_dir_all(&cfg.cache_dir)
+            .map_err(io(format!("creating {}", cfg.cache_dir.display())))?;
+        let cache_dir = std::fs::canonicalize(&cfg.cache_dir)
+            .map_err(io(format!("cache directory {}", cfg.cache_dir.display())))?;
         let mut work_material = key.clone().into_bytes();
-        work_material.push(0);
-        work_material.extend_from_slice(repo_path.to_string_lossy().as_bytes());
+        for part in [&repo_path, &cache_dir] {
+            work_material.push(0);
+            work_material.extend_from_slice(part.to_string_lossy().as_bytes());
+        }
         let work_key = git2::Oid::hash_object(git2::ObjectType::Blob, &work_material)?.to_string()
             [..16]
             .to_owned();
@@ -131,6 +141,11 @@ impl Builder {
     /// The key of this build configuration (part of every cached artifact's path).
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The `O=` build directory of this key and repository, kept between candidates.
+    pub fn build_dir(&self) -> PathBuf {
+        self.work.join("build")
     }
 
     fn artifact_dir(&self, commit: &str) -> PathBuf {
@@ -166,7 +181,7 @@ impl Builder {
         }
         let started = Instant::now();
         let src = self.checkout(commit)?;
-        let build_dir = self.work.join("build");
+        let build_dir = self.build_dir();
         std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
         let out = self.artifact_dir(commit);
         std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
@@ -274,7 +289,7 @@ impl Builder {
         log_path: &Path,
     ) -> Result<Result<PathBuf, BuildOutcome>, BuildError> {
         let src = self.checkout(commit)?;
-        let build_dir = self.work.join("build");
+        let build_dir = self.build_dir();
         std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
         let mut log = std::fs::File::create(log_path)
             .map_err(io(format!("creating {}", log_path.display())))?;
@@ -820,6 +835,36 @@ mod tests {
         };
         let b = Builder::new(&dir.path().join("a"), &other).unwrap();
         assert_ne!(b.key, keys[0].0, "make arguments make another kernel");
+    }
+
+    // Two caches building from one repository named their linked worktrees alike, and each
+    // pruned the other's (files and all) when it checked out: tests/distcc.rs, with a cache of
+    // its own, lost its tree to the e2e suite's, and the other way round.
+    #[test]
+    fn two_caches_of_one_repository_share_the_kernel_key_and_not_the_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("kernel.config");
+        std::fs::write(&config, "CONFIG_64BIT=y\n").unwrap();
+        let repo = dir.path().join("linux");
+        git2::Repository::init(&repo).unwrap();
+        let keys: Vec<(String, String)> = ["cache-a", "cache-b"]
+            .iter()
+            .map(|c| {
+                let cfg = BuildConfig {
+                    kernel_config: config.clone(),
+                    cache_dir: dir.path().join(c),
+                    jobs: 1,
+                    ccache: Ccache::Off,
+                    distcc: Vec::new(),
+                    make_args: Vec::new(),
+                    timeout_s: 60,
+                };
+                let b = Builder::new(&repo, &cfg).unwrap();
+                (b.key.clone(), b.work_key.clone())
+            })
+            .collect();
+        assert_eq!(keys[0].0, keys[1].0, "the kernel key");
+        assert_ne!(keys[0].1, keys[1].1, "the worktree's name");
     }
 
     fn distcc_host(port: u16, slots: u32) -> DistccHost {
