@@ -7,110 +7,17 @@
 
 mod common;
 
+use common::distccd::{free_port, Daemon};
 use common::{demo_tree, git, root};
 use firstbad::build::Builder;
 use firstbad::config::{BuildConfig, Ccache, DistccHost};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The directory whose objects each test builds: some 40 files of the demo config.
 const PART: &str = "fs/ext4/";
-
-/// A `distccd` on 127.0.0.1, its log on stderr into a file (as root it runs as the distccd
-/// user, which could not open a log file of ours itself). Killed when dropped.
-struct Daemon {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(dir: &Path, name: &str) -> Daemon {
-        for _ in 0..5 {
-            let port = free_port();
-            let log = dir.join(format!("{name}.log"));
-            let child = Command::new("distccd")
-                .args([
-                    "--daemon",
-                    "--no-detach",
-                    "--log-stderr",
-                    "--log-level=info",
-                ])
-                .args(["--allow", "127.0.0.1", "--listen", "127.0.0.1"])
-                .args(["--port", &port.to_string(), "--jobs", "2"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .expect("distccd runs (scripts/install-deps installs distcc)");
-            let mut d = Daemon { child, port, log };
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < deadline {
-                if d.log_text()
-                    .contains(&format!("listening on 127.0.0.1:{port}"))
-                {
-                    return d;
-                }
-                if d.child.try_wait().unwrap().is_some() {
-                    break; // the port was taken meanwhile: try another
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            eprintln!("distccd on {port} did not start:\n{}", d.log_text());
-        }
-        panic!("no distccd started on 127.0.0.1");
-    }
-
-    fn host(&self) -> DistccHost {
-        DistccHost {
-            host: "127.0.0.1".into(),
-            port: self.port,
-            slots: 2,
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The compiles this daemon made: source file name and milliseconds, from its
-    /// `COMPILE_OK ... time:45ms x86_64-linux-gnu-gcc inode.c` job summaries.
-    fn jobs(&self) -> Vec<(String, u64)> {
-        self.log_text()
-            .lines()
-            .filter(|l| l.contains("(dcc_job_summary)") && l.contains(" COMPILE_OK "))
-            .map(|l| {
-                let ms = l
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("time:")?.strip_suffix("ms")?.parse().ok())
-                    .unwrap_or_else(|| panic!("no time: in {l:?}"));
-                let file = l.split_whitespace().last().unwrap().to_owned();
-                (file, ms)
-            })
-            .collect()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // distccd --no-detach preforks children in its own process group... of ours: kill the
-        // parent, which takes its children down with it (they watch it).
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-/// A TCP port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The cache (worktree and build directory) of these tests, kept between runs like the e2e
 /// suite's, so that the tree is checked out and prepared once per machine. The tests take
@@ -186,9 +93,9 @@ fn compiled_objects(objects: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
 #[test]
 fn two_distccd_daemons_on_127_0_0_1_compile_the_objects_of_fs_ext4() {
     let logs = tempfile::tempdir().unwrap();
-    let a = Daemon::start(logs.path(), "distccd-a");
-    let b = Daemon::start(logs.path(), "distccd-b");
-    let (objects, log) = build_part(logs.path(), vec![a.host(), b.host()], "two-daemons");
+    let a = Daemon::start(logs.path(), "distccd-a", 2);
+    let b = Daemon::start(logs.path(), "distccd-b", 2);
+    let (objects, log) = build_part(logs.path(), vec![a.host(2), b.host(2)], "two-daemons");
     let compiled = compiled_objects(&objects);
     assert!(
         compiled.len() >= 20,
@@ -246,9 +153,9 @@ fn a_dead_distcc_host_falls_back_to_local_compiles_and_the_build_succeeds() {
 fn objects_compiled_through_distcc_equal_those_compiled_locally_byte_for_byte() {
     let logs = tempfile::tempdir().unwrap();
     let (local, _) = build_part(logs.path(), vec![], "local");
-    let a = Daemon::start(logs.path(), "distccd-c");
-    let b = Daemon::start(logs.path(), "distccd-d");
-    let (remote, log) = build_part(logs.path(), vec![a.host(), b.host()], "distcc");
+    let a = Daemon::start(logs.path(), "distccd-c", 2);
+    let b = Daemon::start(logs.path(), "distccd-d", 2);
+    let (remote, log) = build_part(logs.path(), vec![a.host(2), b.host(2)], "distcc");
     let compiled = compiled_objects(&remote);
     assert!(
         compiled.len() >= 20,
