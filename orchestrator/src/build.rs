@@ -1,11 +1,12 @@
 //! The builder: checks a candidate out into a git worktree and builds its kernel out of tree.
 //!
-//! One source worktree and one `O=` build directory per (repository, kernel config,
+//! One source worktree and one `O=` build directory per (repository, cache, kernel config,
 //! toolchain, make arguments), kept between candidates so that each build is incremental;
 //! ccache when installed, distcc when `[build] distcc` names hosts (docs/distcc.md): neither
-//! changes what is built, so neither is part of the key. The booted kernel is verified later through `CONFIG_LOCALVERSION`,
-//! which carries the commit's short id. Finished kernels are cached by commit and key.
-//! A failed build is not an error of the hunt: it is a skip, with the root-cause lines kept.
+//! changes what is built, so neither is part of the key. The booted kernel is verified later
+//! through `CONFIG_LOCALVERSION`, which carries the commit's short id. Finished kernels are
+//! cached by commit and key. A failed build is not an error of the hunt: it is a skip, with
+//! the root-cause lines kept.
 //!
 //! When the config has `CONFIG_MODULES=y`, the builder also makes the modules and packs
 //! `lib/modules/<release>` into `modules.tar` next to `bzImage`: the ssh host kind unpacks it
@@ -95,8 +96,9 @@ impl Builder {
             .map_err(io(format!("repository {}", repo_path.display())))?;
         // What determines a kernel besides its commit: the config, the toolchain and the make
         // arguments. Not ccache or distcc, which compile the same objects with the same gcc
-        // (tests/distcc.rs compares them byte for byte). Not the repository's path: a clone of the same history (a nightly
-        // series' checkout, a CI's clean clone) reuses the kernels the demo built.
+        // (tests/distcc.rs compares them byte for byte). Not the repository's path: a clone
+        // of the same history (a nightly series' checkout, a CI's clean clone) reuses the
+        // kernels the demo built.
         let mut material = Vec::new();
         material.extend_from_slice(&base_config);
         material.push(0);
@@ -404,8 +406,14 @@ impl Builder {
             Ccache::Auto => on_path("ccache"),
             Ccache::Off => false,
         };
+        // A compiler of the user's own (`CC=` in make_args) is left alone, ccache and distcc
+        // included (validation refuses CC= beside build.distcc).
         let user_cc = self.cfg.make_args.iter().any(|a| a.starts_with("CC="));
-        let (cc, env) = compiler(use_ccache && !user_cc, &self.cfg.distcc);
+        let (cc, env) = if user_cc {
+            (None, Vec::new())
+        } else {
+            compiler(use_ccache, &self.cfg.distcc)
+        };
         if let Some(cc) = cc {
             cmd.arg(cc);
         }
