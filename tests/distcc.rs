@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// The directory whose objects each test builds: some 40 files of the demo config.
+/// The directory whose objects each test builds: 33 objects under the demo config.
 const PART: &str = "fs/ext4/";
 
 /// The cache (worktree and build directory) of these tests, kept between runs like the e2e
