@@ -5,7 +5,11 @@
 //! ```text
 //! cargo run -p firstbad --example distcc_times -- [DIR [REPEATS]]   # default fs/ext4/ 2
 //! cargo run -p firstbad --example distcc_times -- bzImage 1          # a whole clean kernel
+//! cargo run -p firstbad --example distcc_times -- bzImage 1 4 0      # -j4, no daemon
 //! ```
+//!
+//! A third argument sets make's -j for every row (default: the product's rule, CPUs plus
+//! slots); a fourth, the daemon counts to time, comma-separated (default 0,1,2).
 //!
 //! A target that is not a directory (`bzImage`) is built from an empty build directory,
 //! `olddefconfig` and `make prepare` included, and without the serial calibration.
@@ -30,6 +34,12 @@ fn main() {
     let repeats: usize = args
         .next()
         .map_or(2, |r| r.parse().expect("REPEATS is a number"));
+    let fixed_jobs: Option<u32> = args.next().map(|j| j.parse().expect("JOBS is a number"));
+    let counts: Vec<usize> = args.next().map_or(vec![0, 1, 2], |c| {
+        c.split(',')
+            .map(|n| n.parse().expect("DAEMONS is a list of numbers"))
+            .collect()
+    });
     let tree = demo_tree();
     let out = Command::new("git")
         .arg("-C")
@@ -46,13 +56,14 @@ fn main() {
     println!("| daemons | make -j | clean `make {part}` (s) | objects compiled on daemons |");
     println!("|---|---|---|---|");
     // A daemon takes as many compiles as the machine has CPUs, the local CPUs preprocess.
-    for daemons in [0, 1, 2] {
+    for daemons in counts {
         for r in 0..repeats {
             let ds: Vec<Daemon> = (0..daemons)
                 .map(|i| Daemon::start(logs.path(), &format!("d{daemons}-{r}-{i}"), cpus))
                 .collect();
             let hosts: Vec<DistccHost> = ds.iter().map(|d| d.host(cpus)).collect();
-            let (seconds, jobs) = time_part(&tree, &commit, &part, hosts, None, true, logs.path());
+            let (seconds, jobs) =
+                time_part(&tree, &commit, &part, hosts, fixed_jobs, true, logs.path());
             let remote: usize = ds.iter().map(|d| d.jobs().len()).sum();
             println!("| {daemons} | {jobs} | {seconds:.1} | {remote} |");
         }
