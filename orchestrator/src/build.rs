@@ -1,16 +1,18 @@
 //! The builder: checks a candidate out into a git worktree and builds its kernel out of tree.
 //!
-//! One source worktree and one `O=` build directory per (repository, kernel config,
+//! One source worktree and one `O=` build directory per (repository, cache, kernel config,
 //! toolchain, make arguments), kept between candidates so that each build is incremental;
-//! ccache when installed. The booted kernel is verified later through `CONFIG_LOCALVERSION`,
-//! which carries the commit's short id. Finished kernels are cached by commit and key.
-//! A failed build is not an error of the hunt: it is a skip, with the root-cause lines kept.
+//! ccache when installed, distcc when `[build] distcc` names hosts (docs/distcc.md): neither
+//! changes what is built, so neither is part of the key. The booted kernel is verified later
+//! through `CONFIG_LOCALVERSION`, which carries the commit's short id. Finished kernels are
+//! cached by commit and key. A failed build is not an error of the hunt: it is a skip, with
+//! the root-cause lines kept.
 //!
 //! When the config has `CONFIG_MODULES=y`, the builder also makes the modules and packs
 //! `lib/modules/<release>` into `modules.tar` next to `bzImage`: the ssh host kind unpacks it
 //! with `tar -C / -xf` on the machine (issue 6).
 
-use crate::config::{BuildConfig, Ccache};
+use crate::config::{BuildConfig, Ccache, DistccHost};
 use crate::journal::BuildOutcome;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -35,6 +37,9 @@ pub enum BuildError {
     /// ccache was required but is not installed.
     #[error("build.ccache = \"on\" but ccache is not on PATH: install it (apt install ccache) or set \"auto\"")]
     NoCcache,
+    /// distcc hosts were given but distcc is not installed.
+    #[error("build.distcc names hosts but distcc is not on PATH: install it (apt install distcc) or empty build.distcc")]
+    NoDistcc,
     /// A prebuilt kernel could not be resolved or fetched ([`crate::prebuilt`]).
     #[error("prebuilt kernels: {0}")]
     Prebuilt(String),
@@ -81,14 +86,19 @@ impl Builder {
         if cfg.ccache == Ccache::On && !on_path("ccache") {
             return Err(BuildError::NoCcache);
         }
+        if !cfg.distcc.is_empty() && !on_path("distcc") {
+            return Err(BuildError::NoDistcc);
+        }
         let base_config = std::fs::read(&cfg.kernel_config)
             .map_err(io(format!("reading {}", cfg.kernel_config.display())))?;
         let toolchain = toolchain_id(&cfg.make_args);
         let repo_path = std::fs::canonicalize(repo_path)
             .map_err(io(format!("repository {}", repo_path.display())))?;
         // What determines a kernel besides its commit: the config, the toolchain and the make
-        // arguments. Not the repository's path: a clone of the same history (a nightly
-        // series' checkout, a CI's clean clone) reuses the kernels the demo built.
+        // arguments. Not ccache or distcc, which compile the same objects with the same gcc
+        // (tests/distcc.rs compares them byte for byte). Not the repository's path: a clone
+        // of the same history (a nightly series' checkout, a CI's clean clone) reuses the
+        // kernels the demo built.
         let mut material = Vec::new();
         material.extend_from_slice(&base_config);
         material.push(0);
@@ -100,19 +110,19 @@ impl Builder {
         let key =
             git2::Oid::hash_object(git2::ObjectType::Blob, &material)?.to_string()[..16].to_owned();
         // The worktree and build directory belong to one repository (a linked worktree of it)
-        // and one cache: the key names the worktree in the repository's own list, and two
-        // caches building from one repository (two users, or a test's own cache beside the
-        // machine's) must not take each other's worktree for a stale one of theirs and prune
-        // it in the middle of a build.
+        // and one cache directory: the worktree's name in the repository is made of this key,
+        // and two caches building from one repository under one name pruned each other's
+        // worktree, files and all, in the middle of a checkout (found by tests/distcc.rs, whose
+        // cache is its own).
         std::fs::create_dir_all(&cfg.cache_dir)
             .map_err(io(format!("creating {}", cfg.cache_dir.display())))?;
         let cache_dir = std::fs::canonicalize(&cfg.cache_dir)
-            .map_err(io(format!("build cache {}", cfg.cache_dir.display())))?;
+            .map_err(io(format!("cache directory {}", cfg.cache_dir.display())))?;
         let mut work_material = key.clone().into_bytes();
-        work_material.push(0);
-        work_material.extend_from_slice(repo_path.to_string_lossy().as_bytes());
-        work_material.push(0);
-        work_material.extend_from_slice(cache_dir.to_string_lossy().as_bytes());
+        for part in [&repo_path, &cache_dir] {
+            work_material.push(0);
+            work_material.extend_from_slice(part.to_string_lossy().as_bytes());
+        }
         let work_key = git2::Oid::hash_object(git2::ObjectType::Blob, &work_material)?.to_string()
             [..16]
             .to_owned();
@@ -133,6 +143,11 @@ impl Builder {
     /// The key of this build configuration (part of every cached artifact's path).
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The `O=` build directory of this key and repository, kept between candidates.
+    pub fn build_dir(&self) -> PathBuf {
+        self.work.join("build")
     }
 
     fn artifact_dir(&self, commit: &str) -> PathBuf {
@@ -168,7 +183,7 @@ impl Builder {
         }
         let started = Instant::now();
         let src = self.checkout(commit)?;
-        let build_dir = self.work.join("build");
+        let build_dir = self.build_dir();
         std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
         let out = self.artifact_dir(commit);
         std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
@@ -183,21 +198,12 @@ impl Builder {
             .map_err(io(format!("creating {}", log_path.display())))?;
         writeln!(log, "# firstbad build of {commit} (key {})", self.key).ok();
 
-        let mut config = std::fs::read_to_string(&self.cfg.kernel_config)
-            .map_err(io(format!("reading {}", self.cfg.kernel_config.display())))?;
-        config.push_str(&format!(
-            "\n# added by firstbad\nCONFIG_LOCALVERSION=\"{}\"\n# CONFIG_LOCALVERSION_AUTO is not set\n",
-            local_version(commit)
-        ));
-        std::fs::write(build_dir.join(".config"), config).map_err(io("writing .config"))?;
-
+        self.write_config(commit, &build_dir)?;
         let deadline = started + Duration::from_secs(self.cfg.timeout_s);
         let jobs = format!("-j{}", self.cfg.jobs);
-        for target in [&["olddefconfig"][..], &[jobs.as_str(), "bzImage"][..]] {
-            let r = self.make(&src, &build_dir, target, &mut log, deadline)?;
-            if let Some(failed) = self.failed(r, target, &src, &log_path) {
-                return Ok(failed);
-            }
+        let steps = [&["olddefconfig"][..], &[jobs.as_str(), "bzImage"][..]];
+        if let Some(failed) = self.steps(&src, &build_dir, &steps, &mut log, &log_path, deadline)? {
+            return Ok(failed);
         }
         // Modules, with the same O=, LOCALVERSION=, compiler and environment as the image;
         // installed (stripped) into a staging directory that is packed below.
@@ -212,14 +218,14 @@ impl Builder {
                     .map_err(io(format!("removing {}", staging.display())))?;
             }
             let mod_path = format!("INSTALL_MOD_PATH={}", staging.display());
-            for target in [
+            let steps = [
                 &[jobs.as_str(), "modules"][..],
                 &[mod_path.as_str(), "INSTALL_MOD_STRIP=1", "modules_install"][..],
-            ] {
-                let r = self.make(&src, &build_dir, target, &mut log, deadline)?;
-                if let Some(failed) = self.failed(r, target, &src, &log_path) {
-                    return Ok(failed);
-                }
+            ];
+            if let Some(failed) =
+                self.steps(&src, &build_dir, &steps, &mut log, &log_path, deadline)?
+            {
+                return Ok(failed);
             }
         }
 
@@ -272,6 +278,65 @@ impl Builder {
             log: log_path,
             seconds,
         })
+    }
+
+    /// Makes `targets` of `commit` (one directory's objects: `fs/ext4/`) in this key's build
+    /// directory, after `olddefconfig`, with the config, compiler, distcc hosts and environment
+    /// of [`Builder::build`]; make's output goes to `log_path`. Returns the build directory, or
+    /// the failed build. For testing and timing a part of the tree without a whole kernel.
+    pub fn make_targets(
+        &self,
+        commit: &str,
+        targets: &[&str],
+        log_path: &Path,
+    ) -> Result<Result<PathBuf, BuildOutcome>, BuildError> {
+        let src = self.checkout(commit)?;
+        let build_dir = self.build_dir();
+        std::fs::create_dir_all(&build_dir).map_err(io("creating the build directory"))?;
+        let mut log = std::fs::File::create(log_path)
+            .map_err(io(format!("creating {}", log_path.display())))?;
+        self.write_config(commit, &build_dir)?;
+        let deadline = Instant::now() + Duration::from_secs(self.cfg.timeout_s);
+        let jobs = format!("-j{}", self.cfg.jobs);
+        let mut make = vec![jobs.as_str()];
+        make.extend_from_slice(targets);
+        let steps = [&["olddefconfig"][..], &make[..]];
+        Ok(
+            match self.steps(&src, &build_dir, &steps, &mut log, log_path, deadline)? {
+                Some(failed) => Err(failed),
+                None => Ok(build_dir),
+            },
+        )
+    }
+
+    /// Writes the base config with this commit's `CONFIG_LOCALVERSION` to `build_dir/.config`.
+    fn write_config(&self, commit: &str, build_dir: &Path) -> Result<(), BuildError> {
+        let mut config = std::fs::read_to_string(&self.cfg.kernel_config)
+            .map_err(io(format!("reading {}", self.cfg.kernel_config.display())))?;
+        config.push_str(&format!(
+            "\n# added by firstbad\nCONFIG_LOCALVERSION=\"{}\"\n# CONFIG_LOCALVERSION_AUTO is not set\n",
+            local_version(commit)
+        ));
+        std::fs::write(build_dir.join(".config"), config).map_err(io("writing .config"))
+    }
+
+    /// Runs the make `steps` in order; the failed build of the first that fails, if one does.
+    fn steps(
+        &self,
+        src: &Path,
+        build_dir: &Path,
+        steps: &[&[&str]],
+        log: &mut std::fs::File,
+        log_path: &Path,
+        deadline: Instant,
+    ) -> Result<Option<BuildOutcome>, BuildError> {
+        for target in steps {
+            let r = self.make(src, build_dir, target, log, deadline)?;
+            if let Some(failed) = self.failed(r, target, src, log_path) {
+                return Ok(Some(failed));
+            }
+        }
+        Ok(None)
     }
 
     /// The failed build for a make step that did not succeed, with its root-cause lines;
@@ -341,11 +406,23 @@ impl Builder {
             Ccache::Auto => on_path("ccache"),
             Ccache::Off => false,
         };
-        if use_ccache && !self.cfg.make_args.iter().any(|a| a.starts_with("CC=")) {
-            cmd.arg("CC=ccache gcc");
-            if std::env::var_os("CCACHE_DIR").is_none() {
-                cmd.env("CCACHE_DIR", self.cfg.cache_dir.join("ccache"));
-            }
+        // A compiler of the user's own (`CC=` in make_args) is left alone, ccache and distcc
+        // included (validation refuses CC= beside build.distcc).
+        let user_cc = self.cfg.make_args.iter().any(|a| a.starts_with("CC="));
+        let (cc, env) = if user_cc {
+            (None, Vec::new())
+        } else {
+            compiler(use_ccache, &self.cfg.distcc)
+        };
+        if let Some(cc) = cc {
+            cmd.arg(cc);
+        }
+        if use_ccache && !user_cc && std::env::var_os("CCACHE_DIR").is_none() {
+            cmd.env("CCACHE_DIR", self.cfg.cache_dir.join("ccache"));
+        }
+        for (k, v) in &env {
+            cmd.env(k, v);
+            writeln!(log, "# {k}={v}").ok();
         }
         cmd.args(target)
             // Fixed build identity: reproducible images, and ccache hits across candidates.
@@ -578,6 +655,35 @@ fn on_path(prog: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The `CC=` make argument and the environment that put ccache and distcc in front of gcc.
+///
+/// distcc alone: `CC=distcc gcc`. With ccache: `CC=ccache gcc` and `CCACHE_PREFIX=distcc`, the
+/// way ccache's manual puts it in front of distcc (a hit compiles nothing anywhere; a miss is
+/// sent to the hosts). `DISTCC_FALLBACK=1`: a compile no host takes is made here, so a dead
+/// host slows a build and never fails it.
+fn compiler(
+    ccache: bool,
+    distcc: &[DistccHost],
+) -> (Option<&'static str>, Vec<(&'static str, String)>) {
+    let mut env = Vec::new();
+    if !distcc.is_empty() {
+        let hosts: Vec<String> = distcc.iter().map(DistccHost::spec).collect();
+        env.push(("DISTCC_HOSTS", hosts.join(" ")));
+        env.push(("DISTCC_FALLBACK", "1".to_owned()));
+    }
+    let cc = match (ccache, distcc.is_empty()) {
+        (true, distcc_off) => {
+            if !distcc_off {
+                env.push(("CCACHE_PREFIX", "distcc".to_owned()));
+            }
+            Some("CC=ccache gcc")
+        }
+        (false, false) => Some("CC=distcc gcc"),
+        (false, true) => None,
+    };
+    (cc, env)
+}
+
 fn toolchain_id(make_args: &[String]) -> String {
     let cc = make_args
         .iter()
@@ -730,6 +836,7 @@ mod tests {
             cache_dir: dir.path().join("cache"),
             jobs: 1,
             ccache: Ccache::Off,
+            distcc: Vec::new(),
             make_args: Vec::new(),
             timeout_s: 60,
         };
@@ -786,6 +893,103 @@ mod tests {
             theirs.join("f").exists(),
             "the other worktree's files were deleted"
         );
+    }
+
+    // Two caches building from one repository named their linked worktrees alike, and each
+    // pruned the other's (files and all) when it checked out: tests/distcc.rs, with a cache of
+    // its own, lost its tree to the e2e suite's, and the other way round.
+    #[test]
+    fn two_caches_of_one_repository_share_the_kernel_key_and_not_the_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("kernel.config");
+        std::fs::write(&config, "CONFIG_64BIT=y\n").unwrap();
+        let repo = dir.path().join("linux");
+        git2::Repository::init(&repo).unwrap();
+        let keys: Vec<(String, String)> = ["cache-a", "cache-b"]
+            .iter()
+            .map(|c| {
+                let cfg = BuildConfig {
+                    kernel_config: config.clone(),
+                    cache_dir: dir.path().join(c),
+                    jobs: 1,
+                    ccache: Ccache::Off,
+                    distcc: Vec::new(),
+                    make_args: Vec::new(),
+                    timeout_s: 60,
+                };
+                let b = Builder::new(&repo, &cfg).unwrap();
+                (b.key.clone(), b.work_key.clone())
+            })
+            .collect();
+        assert_eq!(keys[0].0, keys[1].0, "the kernel key");
+        assert_ne!(keys[0].1, keys[1].1, "the worktree's name");
+    }
+
+    fn distcc_host(port: u16, slots: u32) -> DistccHost {
+        DistccHost {
+            host: "127.0.0.1".into(),
+            port,
+            slots,
+        }
+    }
+
+    // Issue 23, item 3: distcc does not change what is built, so a kernel built through it
+    // is the kernel built without it (and the other way round).
+    #[test]
+    fn distcc_hosts_change_neither_the_kernel_key_nor_the_build_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("kernel.config");
+        std::fs::write(&config, "CONFIG_64BIT=y\n").unwrap();
+        let repo = dir.path().join("linux");
+        git2::Repository::init(&repo).unwrap();
+        let cfg = BuildConfig {
+            kernel_config: config,
+            cache_dir: dir.path().join("cache"),
+            jobs: 2,
+            ccache: Ccache::Off,
+            distcc: Vec::new(),
+            make_args: Vec::new(),
+            timeout_s: 60,
+        };
+        let (key, work_key) = {
+            let b = Builder::new(&repo, &cfg).unwrap();
+            (b.key.clone(), b.work_key.clone())
+        };
+        let with = BuildConfig {
+            distcc: vec![distcc_host(3632, 4), distcc_host(3633, 8)],
+            jobs: 14,
+            ..cfg
+        };
+        let b = Builder::new(&repo, &with).unwrap();
+        assert_eq!(b.key, key, "the kernel key");
+        assert_eq!(b.work_key, work_key, "the build directory");
+    }
+
+    #[test]
+    fn distcc_goes_behind_ccache_through_ccache_prefix() {
+        let hosts = [distcc_host(3632, 2), distcc_host(3633, 2)];
+        let spec = "127.0.0.1:3632/2 127.0.0.1:3633/2".to_owned();
+        let (cc, env) = compiler(false, &hosts);
+        assert_eq!(cc, Some("CC=distcc gcc"));
+        assert_eq!(
+            env,
+            [
+                ("DISTCC_HOSTS", spec.clone()),
+                ("DISTCC_FALLBACK", "1".into())
+            ]
+        );
+        let (cc, env) = compiler(true, &hosts);
+        assert_eq!(cc, Some("CC=ccache gcc"));
+        assert_eq!(
+            env,
+            [
+                ("DISTCC_HOSTS", spec),
+                ("DISTCC_FALLBACK", "1".into()),
+                ("CCACHE_PREFIX", "distcc".into())
+            ]
+        );
+        assert_eq!(compiler(true, &[]), (Some("CC=ccache gcc"), vec![]));
+        assert_eq!(compiler(false, &[]), (None, vec![]));
     }
 
     #[test]

@@ -598,6 +598,7 @@ fn demo_kernel(rev: &str) -> (PathBuf, String) {
         cache_dir: firstbad::config::default_cache_dir().join("builds"),
         jobs: 2,
         ccache: firstbad::config::Ccache::Auto,
+        distcc: vec![],
         make_args: vec![],
         timeout_s: 3600,
     };

@@ -2,6 +2,8 @@
 //! firstbad binary, git and the journal read back.
 #![allow(dead_code)] // each test binary uses its own part of this
 
+pub mod distccd;
+
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -193,7 +193,9 @@ const WEEK: i64 = 7 * DAY;
 
 /// `[build] jobs`.
 pub const BUILD_JOBS: Bound = Bound {
-    default: Default::Text("the number of CPUs, at most 4096"),
+    default: Default::Text(
+        "the number of CPUs plus the slots of the build.distcc hosts, at most 4096",
+    ),
     ..int(
         "build.jobs",
         1,
@@ -202,6 +204,26 @@ pub const BUILD_JOBS: Bound = Bound {
         "make -j; the largest machines have a few thousand CPUs",
     )
 };
+/// distcc's own default `/LIMIT` per host.
+pub const DISTCC_SLOTS: i64 = 4;
+/// distccd's default port.
+pub const DISTCC_PORT: i64 = 3632;
+/// The `/slots` of a `[build] distcc` entry.
+pub const BUILD_DISTCC_SLOTS: Bound = int(
+    "build.distcc[]/slots",
+    1,
+    1024,
+    DISTCC_SLOTS,
+    "compiles sent to one distcc host at once; 4 is distcc's own default, 1024 beyond any machine's CPUs",
+);
+/// The `:port` of a `[build] distcc` entry.
+pub const BUILD_DISTCC_PORT: Bound = int(
+    "build.distcc[]:port",
+    1,
+    65535,
+    DISTCC_PORT,
+    "a TCP port; 3632 is distccd's default",
+);
 /// `[build] timeout_s`.
 pub const BUILD_TIMEOUT_S: Bound = int(
     "build.timeout_s",
@@ -458,6 +480,8 @@ pub const TEST_JOBS: Bound = int(
 /// Every number field of a hunt file, in the order of the tables.
 pub const BOUNDS: &[Bound] = &[
     BUILD_JOBS,
+    BUILD_DISTCC_PORT,
+    BUILD_DISTCC_SLOTS,
     BUILD_TIMEOUT_S,
     QEMU_MEMORY_MB,
     QEMU_CPUS,

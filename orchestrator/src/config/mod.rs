@@ -261,10 +261,35 @@ pub struct BuildConfig {
     pub jobs: u32,
     /// Whether to build through ccache.
     pub ccache: Ccache,
+    /// distcc hosts the compiles are sent to; empty: compile locally. They do not change
+    /// what is built, so they are not part of the kernel cache key.
+    pub distcc: Vec<DistccHost>,
     /// Extra `make` arguments (`CC=clang`, `LLVM=1`).
     pub make_args: Vec<String>,
     /// A build that runs longer is killed and counted as failed (a skip).
     pub timeout_s: u64,
+}
+
+/// One distcc build machine: a `distccd` listening at `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistccHost {
+    /// Name or address of the machine (an IPv6 address without brackets).
+    pub host: String,
+    /// distccd's TCP port (distcc's default 3632).
+    pub port: u16,
+    /// How many compiles are sent to it at once (distcc's `/LIMIT`).
+    pub slots: u32,
+}
+
+impl DistccHost {
+    /// The host as `DISTCC_HOSTS` names it: `host:port/slots`, `[v6]:port/slots`.
+    pub fn spec(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}/{}", self.host, self.port, self.slots)
+        } else {
+            format!("{}:{}/{}", self.host, self.port, self.slots)
+        }
+    }
 }
 
 /// ccache use.

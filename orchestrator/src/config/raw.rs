@@ -31,6 +31,7 @@ pub(super) struct RawChain {
     pub(super) config: Option<String>,
     pub(super) jobs: Option<i64>,
     pub(super) ccache: Option<String>,
+    pub(super) distcc: Option<Vec<String>>,
     pub(super) make_args: Option<Vec<String>>,
     pub(super) timeout_s: Option<i64>,
 }
@@ -109,6 +110,8 @@ pub(super) struct RawBuild {
     pub(super) cache_dir: Option<String>,
     pub(super) jobs: Option<i64>,
     pub(super) ccache: Option<String>,
+    /// distcc hosts, each `host[:port][/slots]`.
+    pub(super) distcc: Option<Vec<String>>,
     pub(super) make_args: Option<Vec<String>>,
     pub(super) timeout_s: Option<i64>,
 }

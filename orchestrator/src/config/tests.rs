@@ -469,7 +469,11 @@ fn a_number_of_the_wrong_type_names_the_line_and_says_number() {
 /// A hunt file in `dir` whose number field `b` (as `bounds.rs` names it) holds `value`.
 fn with_number(dir: &Path, b: &super::bounds::Bound, value: &str) -> PathBuf {
     let (table, key) = b.field.split_once('.').unwrap();
-    let line = format!("{key} = {value}\n");
+    let line = match key.strip_prefix("distcc[]") {
+        // A part of a `host:port/slots` entry.
+        Some(part) => format!("distcc = [\"build1{}{value}\"]\n", &part[..1]),
+        None => format!("{key} = {value}\n"),
+    };
     let kernel = |extra: &str| {
         let p = fixture(dir, extra);
         std::fs::read_to_string(p).unwrap()
@@ -544,7 +548,11 @@ fn every_bound_in_the_table_is_enforced_at_both_ends() {
                 )
             }
         };
-        let field = b.field.replace("hosts[]", "hosts[0]");
+        let field = match b.field.split_once("[]") {
+            // `build.distcc[]:port`, `build.distcc[]/slots`: errors name the entry.
+            Some(("build.distcc", _)) => "build.distcc[0]".to_owned(),
+            _ => b.field.replace("hosts[]", "hosts[0]"),
+        };
         for x in &inside {
             let p = with_number(dir.path(), b, x);
             if let Err(e) = HuntFile::load(&p) {
@@ -755,4 +763,94 @@ fn a_chain_beside_a_source_build_is_refused() {
         e.contains("chain: is for [build] kind = \"prebuilt\""),
         "{e}"
     );
+}
+
+/// The hunt file of [`fixture`] with `lines` added to its `[build]` table.
+fn with_build_lines(dir: &Path, lines: &str) -> String {
+    let p = fixture(dir, "");
+    std::fs::read_to_string(&p).unwrap().replace(
+        "config = \"kernel.config\"\n",
+        &format!("config = \"kernel.config\"\n{lines}"),
+    )
+}
+
+fn source_build(dir: &Path, lines: &str) -> BuildConfig {
+    let p = dir.join("hunt.toml");
+    std::fs::write(&p, with_build_lines(dir, lines)).unwrap();
+    match HuntConfig::load(&p).unwrap().build {
+        Build::Source(b) => b,
+        Build::Prebuilt(_) => panic!("a source build"),
+    }
+}
+
+// Issue 23, item 3: `[build] distcc`, each entry host[:port][/slots]; make -j covers the hosts.
+#[test]
+fn distcc_hosts_take_default_ports_and_slots_and_size_make_j() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = source_build(
+        dir.path(),
+        "distcc = [\"build1\", \"10.0.0.2:3700\", \"[fd00::3]:3632/16\", \"build4/8\"]\n",
+    );
+    let specs: Vec<String> = b.distcc.iter().map(DistccHost::spec).collect();
+    assert_eq!(
+        specs,
+        [
+            "build1:3632/4",
+            "10.0.0.2:3700/4",
+            "[fd00::3]:3632/16",
+            "build4:3632/8"
+        ]
+    );
+    let cpus = std::thread::available_parallelism().unwrap().get() as u32;
+    assert_eq!(b.jobs, cpus + 4 + 4 + 16 + 8, "local CPUs plus every slot");
+    // An explicit jobs wins; an empty list is off, with -j the CPUs.
+    let b = source_build(dir.path(), "distcc = [\"build1/8\"]\njobs = 3\n");
+    assert_eq!((b.jobs, b.distcc.len()), (3, 1));
+    let b = source_build(dir.path(), "distcc = []\n");
+    assert_eq!((b.jobs, b.distcc.len()), (cpus, 0));
+}
+
+#[test]
+fn bad_distcc_hosts_are_refused_with_the_entry_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    for (entry, wanted) in [
+        (
+            "build1:0",
+            "build.distcc[1]: \"build1:0\": the port 0 is out of range 1..=65535",
+        ),
+        ("build1:99999", "the port 99999 is out of range 1..=65535"),
+        (
+            "build1:ssh",
+            "has a port that is not a number: write host or host:port",
+        ),
+        ("build1/0", "the slots 0 is out of range 1..=1024"),
+        ("build1/many", "has slots that are not a number"),
+        ("", "has no host"),
+        (":3632", "has no host"),
+        ("fd00::1", "an IPv6 address goes in brackets"),
+        ("[fd00::1", "opens [ without closing it"),
+        ("me@build1", "is distcc's ssh form (user@host)"),
+        ("build1,lzo", "has distcc options"),
+        ("build 1", "has ' ' in the host name"),
+        ("ok:3632", "build.distcc[1]: \"ok:3632/4\" is listed twice"),
+    ] {
+        let text = with_build_lines(dir.path(), &format!("distcc = [\"ok\", \"{entry}\"]\n"));
+        let e = one_line_error(dir.path(), text);
+        assert!(e.contains("hunt.toml: build.distcc[1]: "), "{entry}: {e}");
+        assert!(e.contains(wanted), "{entry}: {e}");
+    }
+    let text = with_build_lines(
+        dir.path(),
+        "distcc = [\"build1\"]\nmake_args = [\"CC=clang\"]\n",
+    );
+    let e = one_line_error(dir.path(), text);
+    assert!(
+        e.contains("build.make_args: \"CC=clang\" sets the compiler, and build.distcc puts distcc in front of gcc itself"),
+        "{e}"
+    );
+    // A single string instead of a list.
+    let p = dir.path().join("hunt.toml");
+    std::fs::write(&p, with_build_lines(dir.path(), "distcc = \"build1\"\n")).unwrap();
+    let e = HuntFile::load(&p).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("distcc") && e.contains("sequence"), "{e}");
 }

@@ -469,6 +469,7 @@ fn prebuilt_build(
         ("build.config", raw.config.is_some()),
         ("build.jobs", raw.jobs.is_some()),
         ("build.ccache", raw.ccache.is_some()),
+        ("build.distcc", raw.distcc.is_some()),
         ("build.make_args", raw.make_args.is_some()),
         ("build.timeout_s", raw.timeout_s.is_some()),
     ];
@@ -641,6 +642,7 @@ fn chain(v: &Validator, raw: RawChain, p: &PrebuiltConfig) -> Result<ChainConfig
         RawBuild {
             kind: None,
             kernels: None,
+            distcc: raw.distcc,
             config: raw.config,
             cache_dir: None,
             jobs: raw.jobs,
@@ -709,16 +711,142 @@ fn source_build_at(
             ))
         }
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = raw.jobs.or(Some(cpus.min(4096) as i64));
+    let make_args = raw.make_args.unwrap_or_default();
+    let distcc = raw
+        .distcc
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, e)| distcc_host(v, &format!("{at}.distcc[{i}]"), e))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some((i, dup)) = distcc.iter().enumerate().find(|(i, h)| {
+        distcc[..*i]
+            .iter()
+            .any(|o| (&o.host, o.port) == (&h.host, h.port))
+    }) {
+        return Err(v.field(
+            &format!("{at}.distcc[{i}]"),
+            format!(
+                "{} is listed twice: give each distccd once, with its /slots",
+                snippet(&dup.spec())
+            ),
+        ));
+    }
+    if let Some(cc) = make_args.iter().find(|a| a.starts_with("CC=")) {
+        if !distcc.is_empty() {
+            return Err(v.field(
+                &f("make_args"),
+                format!(
+                    "{} sets the compiler, and build.distcc puts distcc in front of gcc itself: \
+                     remove CC= from make_args, or empty build.distcc and put distcc in CC yourself",
+                    snippet(cc)
+                ),
+            ));
+        }
+    }
+    // make -j: the local CPUs (which preprocess every file and link) plus every compile the
+    // distcc hosts take at once, so that none of their slots waits for make.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+    let slots: i64 = distcc.iter().map(|h| i64::from(h.slots)).sum();
+    let jobs = raw.jobs.or(Some((cpus + slots).min(4096)));
     Ok(BuildConfig {
         kernel_config,
         cache_dir,
         jobs: v.int_as(&bounds::BUILD_JOBS, &f("jobs"), jobs)?,
         ccache,
-        make_args: raw.make_args.unwrap_or_default(),
+        distcc,
+        make_args,
         // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
         timeout_s: v.int_as(&bounds::BUILD_TIMEOUT_S, &f("timeout_s"), raw.timeout_s)?,
+    })
+}
+
+/// One `[build] distcc` entry: `host`, `host:port`, `host/slots`, `host:port/slots`, an IPv6
+/// address in brackets (`[fd00::1]:3632`).
+fn distcc_host(v: &Validator, field: &str, entry: &str) -> Result<DistccHost, ConfigError> {
+    let bad = |why: &str| {
+        v.field(
+            field,
+            format!(
+                "{} {why}: write host or host:port, with /slots if not 4, e.g. \"build1:3632/8\"",
+                snippet(entry)
+            ),
+        )
+    };
+    let (addr, slots) = match entry.rsplit_once('/') {
+        Some((a, n)) => (
+            a,
+            Some(
+                n.parse::<i64>()
+                    .map_err(|_| bad("has slots that are not a number"))?,
+            ),
+        ),
+        None => (entry, None),
+    };
+    let (host, port) = if let Some(rest) = addr.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("opens [ without closing it"))?;
+        match after {
+            "" => (h, None),
+            p => (
+                h,
+                Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| bad("has something after ] that is not :port"))?,
+                ),
+            ),
+        }
+    } else {
+        match addr.split_once(':') {
+            Some((_, p)) if p.contains(':') => {
+                return Err(bad(
+                    "has several colons (an IPv6 address goes in brackets, [::1]:3632)",
+                ))
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (addr, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("has no host"));
+    }
+    let allowed = |c: char| {
+        c.is_ascii_alphanumeric() || ".-_".contains(c) || (c == ':' && addr.starts_with('['))
+    };
+    if let Some(c) = host.chars().find(|c| !allowed(*c)) {
+        let why = match c {
+            '@' => "is distcc's ssh form (user@host), which firstbad does not use: run distccd on the machine".to_owned(),
+            ',' => "has distcc options (,lzo ,cpp), which firstbad does not pass".to_owned(),
+            c => format!("has {c:?} in the host name"),
+        };
+        return Err(bad(&why));
+    }
+    let port = match port {
+        Some(p) => Some(
+            p.parse::<i64>()
+                .map_err(|_| bad("has a port that is not a number"))?,
+        ),
+        None => None,
+    };
+    let in_range = |b: &Bound, x: Option<i64>, default: i64, what: &str| {
+        b.int(x.unwrap_or(default))
+            .map_err(|m| v.field(field, format!("{}: {what} {m}", snippet(entry))))
+    };
+    Ok(DistccHost {
+        host: host.to_owned(),
+        port: in_range(
+            &bounds::BUILD_DISTCC_PORT,
+            port,
+            bounds::DISTCC_PORT,
+            "the port",
+        )? as u16,
+        slots: in_range(
+            &bounds::BUILD_DISTCC_SLOTS,
+            slots,
+            bounds::DISTCC_SLOTS,
+            "the slots",
+        )? as u32,
     })
 }
 

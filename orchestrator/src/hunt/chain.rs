@@ -153,6 +153,7 @@ mod tests {
                 cache_dir: "d".into(),
                 jobs: 1,
                 ccache: Ccache::Off,
+                distcc: Vec::new(),
                 make_args: Vec::new(),
                 timeout_s: 1,
             },
