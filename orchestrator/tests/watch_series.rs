@@ -49,6 +49,17 @@ const OK: &str = r#"name = "s"
 remote = "/srv/git/linux"
 repo = "/tmp/linux""#;
 
+/// The series database of `cfg` (loaded from `path`), created in its state directory.
+fn open_db(cfg: &SeriesConfig, path: &std::path::Path) -> firstbad::watch::db::SeriesDb {
+    std::fs::create_dir_all(&cfg.state_dir).unwrap();
+    firstbad::watch::db::SeriesDb::open(
+        &firstbad::watch::db_path(&cfg.state_dir),
+        firstbad::watch::meaning(cfg).unwrap(),
+        path,
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_bad_series_file_names_the_file_the_field_and_the_fix() {
     let dir = tempfile::tempdir().unwrap();
@@ -182,7 +193,7 @@ fn watch_every_takes_a_duration_and_refuses_nonsense() {
 // kernels here: tests/watch.rs makes a real one); the page is opened in a real browser.
 #[test]
 fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json() {
-    use firstbad::watch::db::{RegressionState, SeriesBoot, SeriesDb, SeriesEvent};
+    use firstbad::watch::db::{RegressionState, SeriesBoot, SeriesEvent};
     let dir = tempfile::tempdir().unwrap();
     let path = series_file(
         dir.path(),
@@ -193,13 +204,7 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
         "",
     );
     let cfg = SeriesConfig::load(&path).unwrap();
-    std::fs::create_dir_all(&cfg.state_dir).unwrap();
-    let mut db = SeriesDb::open(
-        &firstbad::watch::db_path(&cfg.state_dir),
-        firstbad::watch::meaning(&cfg).unwrap(),
-        &path,
-    )
-    .unwrap();
+    let mut db = open_db(&cfg, &path);
     let id = |i: usize| format!("{i:x}{:039x}", 0);
     let boot = |commit: &str, v: f64| SeriesBoot {
         commit: commit.into(),
@@ -365,7 +370,7 @@ fn a_change_holding_a_commit_of_the_ignore_list_is_known() {
 // are written as a cycle writes them (fake boots: the kernels are in tests/watch.rs).
 #[test]
 fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
-    use firstbad::watch::db::{SeriesBoot, SeriesDb, SeriesEvent};
+    use firstbad::watch::db::{SeriesBoot, SeriesEvent};
     let dir = tempfile::tempdir().unwrap();
     let series = format!(
         "{OK}\nstate_dir = \"{}\"\nmetrics = [{{ name = \"writer_mb_s\", direction = \"higher-is-better\" }}]",
@@ -374,13 +379,7 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
     let path = series_file(dir.path(), &series, "");
     let cfg = SeriesConfig::load(&path).unwrap();
     assert_eq!(cfg.metrics.len(), 2);
-    std::fs::create_dir_all(&cfg.state_dir).unwrap();
-    let mut db = SeriesDb::open(
-        &firstbad::watch::db_path(&cfg.state_dir),
-        firstbad::watch::meaning(&cfg).unwrap(),
-        &path,
-    )
-    .unwrap();
+    let mut db = open_db(&cfg, &path);
     let id = |i: usize| format!("{i:x}{:039x}", 0);
     let boot = |commit: &str, p50: f64, mb_s: f64| SeriesBoot {
         commit: commit.into(),
