@@ -2,6 +2,7 @@
 //! orchestrator/examples/distcc_times.rs).
 
 use firstbad::config::DistccHost;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,7 +21,11 @@ impl Daemon {
         for _ in 0..5 {
             let port = free_port();
             let log = dir.join(format!("{name}.log"));
-            let child = Command::new("distccd")
+            let mut cmd = Command::new("distccd");
+            // Its own process group: the preforked children outlive a killed parent, and
+            // are killed with the group when the daemon is dropped.
+            cmd.process_group(0);
+            let child = cmd
                 .args([
                     "--daemon",
                     "--no-detach",
@@ -86,8 +91,10 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // The preforked children exit when their parent does.
-        self.child.kill().ok();
+        // SAFETY: kill(2) on the process group made for this daemon; no memory is involved.
+        unsafe {
+            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        }
         self.child.wait().ok();
     }
 }
