@@ -106,7 +106,8 @@ impl Case {
             .expect("count");
         for seq in 1..=n {
             conn.execute(
-                "INSERT INTO events SELECT * FROM old.events WHERE seq = ?1",
+                "INSERT INTO events SELECT seq, at_ms, kind, commit_id, body FROM old.events \
+                 WHERE seq = ?1",
                 [seq],
             )
             .expect("event");
