@@ -409,10 +409,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                                     let j = Journal::open_read_only(&path)?
                                         .stage(hunt::chain::SOURCE_STAGE);
                                     if let Some(sid) = j.identity()? {
-                                        let mut source = (**cfg).clone();
-                                        source.repo = chain.repo.clone();
-                                        source.build =
-                                            firstbad::config::Build::Source(chain.build.clone());
+                                        let source = hunt::chain::source_config(cfg, chain);
                                         println!("\nsource stage ({}):", chain.repo.display());
                                         let entries = j.events()?;
                                         print!(
@@ -812,7 +809,7 @@ fn print_outcome(
 }
 
 /// What a chained hunt's prebuilt stage found, once its source stage has begun: "first bad
-/// prebuilt kernel: K (last good: G); bisected R between G's and K's revisions".
+/// prebuilt kernel: K; bisected R from G (the last good kernel's revision) to B (its own)".
 fn chained_line(file: &HuntFile) -> Option<String> {
     let chain = chain_of(file)?;
     let (_, state) = open_state(file.state_dir(), "").ok()??;

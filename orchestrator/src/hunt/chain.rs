@@ -45,14 +45,21 @@ pub fn source_stage(
         narrowed.good.1,
         chain.repo.display()
     );
-    let mut source = cfg.clone();
-    source.repo = chain.repo.clone();
+    let mut source = source_config(cfg, chain);
     source.goods = vec![narrowed.good.1];
     source.bad = narrowed.bad.1;
+    Ok(Some(source))
+}
+
+/// `cfg` as the source stage sees it: the chain's repository and build, the whole range (no
+/// paths, every parent); its good and bad are the prebuilt stage's answer.
+pub fn source_config(cfg: &HuntConfig, chain: &ChainConfig) -> HuntConfig {
+    let mut source = cfg.clone();
+    source.repo = chain.repo.clone();
     source.paths = Vec::new();
     source.first_parent = false;
     source.build = Build::Source(chain.build.clone());
-    Ok(Some(source))
+    source
 }
 
 /// The last good and first bad kernel of an ended prebuilt stage, with their revisions.
