@@ -12,6 +12,8 @@
 //!
 //! Errors are [`ApiError`] bodies with a 4xx/5xx status.
 
+pub mod oneshot;
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

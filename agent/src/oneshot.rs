@@ -1,0 +1,139 @@
+//! `firstbad-agent run`: one workload at boot, its result printed on the console, then exit.
+//!
+//! For LAVA farm devices the orchestrator cannot reach: the workload is baked into the
+//! initramfs, and init (`orchestrator/assets/init`) runs this instead of the server when
+//! `/etc/firstbad/workload.json` exists, then powers off. The lines on stdout are
+//! [`firstbad_wire::oneshot`]'s; logs go to stderr, as in the server.
+
+use crate::{identity, workloads, Common};
+use anyhow::Context;
+use firstbad_wire::{oneshot, Workload, WorkloadResult};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+/// Exit code when the error line was printed (the result line's is 0).
+pub const EXIT_ERROR_PRINTED: u8 = 1;
+/// Exit code when nothing could be printed on stdout: no usable token, or stdout is gone.
+pub const EXIT_NOTHING_PRINTED: u8 = 2;
+
+/// The run directory inside scratch: one run per boot, so it needs no id.
+const RUN_DIR: &str = "firstbad-run-oneshot";
+
+/// Command line of `firstbad-agent run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// File holding the workload as JSON, as the orchestrator sends it over HTTP, e.g.
+    /// `{"kind": "fsync-latency", "writers": 1, …}`.
+    #[arg(long)]
+    workload: PathBuf,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Runs the workload once and prints the identity and the outcome as console lines; the exit
+/// code says which outcome was printed. An error means nothing was printed on stdout.
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let token = args.common.token()?;
+    oneshot::check_token(&token)
+        .map_err(anyhow::Error::msg)
+        .context("the token cannot tag console lines")?;
+    let (lines, ok) = match identity::identity() {
+        Ok(identity) => {
+            let outcome = run_once(args);
+            let ok = outcome.is_ok();
+            (oneshot::encode(&token, &identity, &outcome), ok)
+        }
+        Err(e) => {
+            // Without an identity no result can be trusted: say why instead of running.
+            let why = format!("cannot read this host's identity: {e}");
+            tracing::error!(error = %why, "not running the workload");
+            (oneshot::encode_result(&token, &Err(why)), false)
+        }
+    };
+    print(&lines).context("cannot print the result on stdout")?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_ERROR_PRINTED)
+    })
+}
+
+/// Checks and runs the workload as the server would for `POST /v1/runs`; the error is the
+/// line's message (logged whole here, since the line may cut it).
+fn run_once(args: &RunArgs) -> Result<WorkloadResult, String> {
+    let outcome = check_and_run(args);
+    match &outcome {
+        Ok(result) => tracing::info!(
+            kind = result.kind,
+            duration_s = result.duration_s,
+            "run done"
+        ),
+        Err(e) => tracing::error!(error = %e, "run failed"),
+    }
+    outcome
+}
+
+fn check_and_run(args: &RunArgs) -> Result<WorkloadResult, String> {
+    let workload = read_workload(&args.workload)?;
+    let scratch = args.common.scratch().map_err(|e| format!("{e:#}"))?;
+    let limits = args.common.limits().map_err(|e| format!("{e:#}"))?;
+    if limits.allow_command {
+        tracing::warn!("--allow-command: a command workload runs its script");
+    }
+    workloads::validate(&workload, &limits).and_then(|()| workloads::check_devices(&workload))?;
+    // The same check and message as the server's (server.rs, start_run).
+    let needed = workloads::bytes_needed(&workload);
+    let free = workloads::free_bytes(&scratch)
+        .map_err(|e| format!("scratch {}: statvfs: {e}", scratch.display()))?;
+    if needed > free {
+        return Err(format!(
+            "scratch {} has {} MiB free, but this {} run writes up to {} MiB",
+            scratch.display(),
+            free >> 20,
+            workload.kind(),
+            needed.div_ceil(1 << 20),
+        ));
+    }
+
+    let run_dir = scratch.join(RUN_DIR);
+    if run_dir.exists() {
+        // Left by an agent that was killed mid-run on a scratch disk that is not fresh.
+        tracing::warn!(dir = %run_dir.display(), "removing a run directory left behind");
+        std::fs::remove_dir_all(&run_dir)
+            .map_err(|e| format!("{}: cannot remove a stale run: {e}", run_dir.display()))?;
+    }
+    tracing::info!(kind = workload.kind(), budget = ?limits.budget, "run started");
+    // Nothing cancels a one-shot run: init waits for it, and LAVA's timeout ends the job.
+    let cancel = AtomicBool::new(false);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        workloads::run(&workload, &run_dir, &limits, &cancel)
+    }));
+    match outcome {
+        Ok(Ok(workloads::Outcome::Done(result))) => Ok(result),
+        Ok(Ok(workloads::Outcome::Cancelled)) => Err("the run was cancelled".to_owned()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => {
+            Err("the workload panicked (a bug in the agent; stderr has the panic)".to_owned())
+        }
+    }
+}
+
+/// The workload in `path`, a JSON [`Workload`]; the error names the file.
+fn read_workload(path: &Path) -> Result<Workload, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--workload {}: cannot read: {e}", path.display()))?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("--workload {}: not a workload: {e}", path.display()))
+}
+
+/// Prints `lines` on stdout, flushing after each, so that a console sees whole lines.
+fn print(lines: &[String]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
