@@ -337,6 +337,23 @@ pub enum Event {
         /// The error, for a person.
         reason: String,
     },
+    /// A boot handed to a farm (a `kind = "lava"` host): written with `job` unset before the
+    /// job is submitted, then again with the id the farm gave it, so that a resumed hunt
+    /// re-attaches to the job (by id, or by `token` in its definition) instead of submitting
+    /// it twice.
+    FarmJob {
+        /// The commit.
+        commit: String,
+        /// Its boot number.
+        boot: u32,
+        /// The host (the farm's name in the hunt file).
+        host: String,
+        /// firstbad's own token, written into the job's definition.
+        token: String,
+        /// The farm's id of the job, once submitted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job: Option<String>,
+    },
     /// A retired host was put back into the pool by `firstbad run --restore-host`.
     HostRestored {
         /// The host's name.
@@ -697,6 +714,7 @@ impl Journal {
             | Event::BuildFinished { commit, .. }
             | Event::BootStarted { commit, .. }
             | Event::BootFinished { commit, .. }
+            | Event::FarmJob { commit, .. }
             | Event::TestStarted { commit, .. }
             | Event::TestFinished { commit, .. }
             | Event::TestCancelled { commit, .. }

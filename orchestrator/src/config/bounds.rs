@@ -276,6 +276,50 @@ pub const QEMU_BOOT_TIMEOUT_S: Bound = host(
         "qemu start to a healthy agent; TCG boots the tiny kernel in ~3 s, an hour is a hang",
     ),
 );
+/// `[[hosts]] jobs` (lava).
+pub const LAVA_JOBS: Bound = host(
+    "lava",
+    int(
+        "hosts[].jobs",
+        1,
+        1024,
+        4,
+        "LAVA jobs in flight for this hunt; each is a boot on a device the scheduler picks",
+    ),
+);
+/// `[[hosts]] job_timeout_s` (lava).
+pub const LAVA_JOB_TIMEOUT_S: Bound = host(
+    "lava",
+    int(
+        "hosts[].job_timeout_s",
+        60,
+        7 * 24 * 3600,
+        1800,
+        "submission to a finished job, queueing included; LAVA never ends a job whose worker died",
+    ),
+);
+/// `[[hosts]] server_deadline_s` (lava).
+pub const LAVA_SERVER_DEADLINE_S: Bound = host(
+    "lava",
+    int(
+        "hosts[].server_deadline_s",
+        1,
+        7 * 24 * 3600,
+        900,
+        "how long the LAVA server may not answer (a restart, an upgrade) before the farm is a host error",
+    ),
+);
+/// `[[hosts]] scratch_mb` (lava).
+pub const LAVA_SCRATCH_MB: Bound = host(
+    "lava",
+    int(
+        "hosts[].scratch_mb",
+        64,
+        1 << 16,
+        256,
+        "MiB of the ext4 scratch image each job deploys (copied by the worker for every job)",
+    ),
+);
 /// `[[hosts]] boot_timeout_s` (ssh).
 pub const SSH_BOOT_TIMEOUT_S: Bound = host(
     "ssh",
@@ -488,6 +532,10 @@ pub const BOUNDS: &[Bound] = &[
     QEMU_SCRATCH_MB,
     QEMU_BOOT_TIMEOUT_S,
     SSH_BOOT_TIMEOUT_S,
+    LAVA_JOBS,
+    LAVA_JOB_TIMEOUT_S,
+    LAVA_SERVER_DEADLINE_S,
+    LAVA_SCRATCH_MB,
     SSH_KEEPALIVE_S,
     SSH_CONNECT_TIMEOUT_S,
     SSH_COMMAND_TIMEOUT_S,

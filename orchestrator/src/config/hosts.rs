@@ -4,7 +4,7 @@ use super::bounds;
 use super::raw::RawHost;
 use super::read::snippet;
 use super::validate::Validator;
-use super::{Accel, HostConfig, HostKind, Install, QemuConfig, SshConfig};
+use super::{Accel, HostConfig, HostKind, Install, LavaConfig, LavaToken, QemuConfig, SshConfig};
 use crate::error::ConfigError;
 
 /// The `[[hosts]]` tables: at least one, each with its own name.
@@ -49,19 +49,32 @@ pub(super) fn hosts(v: &Validator, raw: Vec<RawHost>) -> Result<Vec<HostConfig>,
                 })
             }
             "ssh" => HostKind::Ssh(Box::new(ssh(v, i, &h)?)),
+            "lava" => HostKind::Lava(Box::new(lava(v, i, &h)?)),
             other => {
                 return Err(v.field(
                     &at("kind"),
                     format!(
-                        "{} is not a host kind this version knows (\"qemu\", \"ssh\")",
+                        "{} is not a host kind this version knows (\"qemu\", \"ssh\", \"lava\")",
                         snippet(other)
                     ),
                 ))
             }
         };
         let wrong = match &kind {
-            HostKind::Qemu(_) => h.ssh_fields_set(),
-            HostKind::Ssh(_) => h.qemu_fields_set(),
+            HostKind::Qemu(_) => [h.ssh_fields_set(), h.lava_fields_set()].concat(),
+            HostKind::Ssh(_) => [h.qemu_fields_set(), h.lava_fields_set()].concat(),
+            HostKind::Lava(_) => {
+                let mut w = h.ssh_fields_set();
+                w.extend(
+                    h.qemu_fields_set()
+                        .into_iter()
+                        .filter(|f| !matches!(*f, "scratch_mb" | "extra_cmdline")),
+                );
+                if h.boot_timeout_s.is_some() {
+                    w.push("boot_timeout_s");
+                }
+                w
+            }
         };
         if let Some(f) = wrong.first() {
             return Err(v.field(
@@ -232,6 +245,103 @@ fn ssh(v: &Validator, i: usize, h: &RawHost) -> Result<SshConfig, ConfigError> {
         agent_port,
         agent_url,
         remote_dir,
+    })
+}
+
+/// A `kind = "lava"` host, the `i`th.
+fn lava(v: &Validator, i: usize, h: &RawHost) -> Result<LavaConfig, ConfigError> {
+    let at = |f: &str| format!("hosts[{i}].{f}");
+    if h.token.is_some() {
+        return Err(v.field(
+            &at("token"),
+            "a secret does not go in a hunt file: put the LAVA token in a file (token_file = \"~/.config/firstbad/lava-token\") or an environment variable (token_env = \"LAVA_TOKEN\")",
+        ));
+    }
+    let server = h.server.as_deref().ok_or_else(|| {
+        v.field(
+            &at("server"),
+            "is missing: give the LAVA server's URL, e.g. \"http://lava.example.org\"",
+        )
+    })?;
+    if !(server.starts_with("http://") || server.starts_with("https://")) {
+        return Err(v.field(
+            &at("server"),
+            format!("{} is not an http:// or https:// URL", snippet(server)),
+        ));
+    }
+    let token = match (&h.token_file, &h.token_env) {
+        (Some(_), Some(_)) => {
+            return Err(v.field(
+                &at("token_env"),
+                "is set beside token_file: keep one source for the token",
+            ))
+        }
+        (Some(f), None) => LavaToken::File(v.path(&at("token_file"), f)?),
+        (None, Some(e)) if !e.is_empty() && !e.contains(['=', '\0']) => LavaToken::Env(e.clone()),
+        (None, Some(e)) => {
+            return Err(v.field(
+                &at("token_env"),
+                format!("{} is not an environment variable's name", snippet(e)),
+            ))
+        }
+        (None, None) => {
+            return Err(v.field(
+                &at("token_file"),
+                "is missing: give the file holding the LAVA API token (or token_env, the variable holding it)",
+            ))
+        }
+    };
+    let device_type = h.device_type.clone().ok_or_else(|| {
+        v.field(
+            &at("device_type"),
+            "is missing: give the LAVA device type the jobs ask for, e.g. \"qemu\"",
+        )
+    })?;
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    if !word(&device_type) {
+        return Err(v.field(
+            &at("device_type"),
+            format!("{} is not a LAVA device type name", snippet(&device_type)),
+        ));
+    }
+    let tags = h.tags.clone().unwrap_or_default();
+    if let Some(t) = tags.iter().find(|t| !word(t)) {
+        return Err(v.field(
+            &at("tags"),
+            format!("{} is not a LAVA tag name", snippet(t)),
+        ));
+    }
+    let images_url = match &h.images_url {
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => {
+            Some(u.trim_end_matches('/').to_owned())
+        }
+        Some(u) => {
+            return Err(v.field(
+                &at("images_url"),
+                format!("{} is not an http:// or https:// URL", snippet(u)),
+            ))
+        }
+        None => None,
+    };
+    Ok(LavaConfig {
+        server: server.trim_end_matches('/').to_owned(),
+        token,
+        device_type,
+        tags,
+        jobs: v.int(&bounds::LAVA_JOBS, Some(i), h.jobs)?,
+        job_timeout_s: v.int(&bounds::LAVA_JOB_TIMEOUT_S, Some(i), h.job_timeout_s)?,
+        server_deadline_s: v.int(
+            &bounds::LAVA_SERVER_DEADLINE_S,
+            Some(i),
+            h.server_deadline_s,
+        )?,
+        scratch_mb: v.int(&bounds::LAVA_SCRATCH_MB, Some(i), h.scratch_mb)?,
+        extra_cmdline: h.extra_cmdline.clone().unwrap_or_default(),
+        images_url,
     })
 }
 

@@ -319,6 +319,45 @@ pub enum HostKind {
     Qemu(QemuConfig),
     /// A machine firstbad reaches over SSH, installs kernels on and reboots.
     Ssh(Box<SshConfig>),
+    /// A LAVA farm: each boot is a job its scheduler gives to a free device.
+    Lava(Box<LavaConfig>),
+}
+
+/// Where a LAVA farm's API token comes from: never the hunt file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LavaToken {
+    /// A file holding it (surrounding whitespace ignored), read when the hunt starts.
+    File(PathBuf),
+    /// An environment variable holding it.
+    Env(String),
+}
+
+/// A LAVA farm (`kind = "lava"`).
+#[derive(Debug, Clone)]
+pub struct LavaConfig {
+    /// The server, e.g. `http://lava.example.org` (the REST API is under `/api/v0.2/`).
+    pub server: String,
+    /// The API token's source.
+    pub token: LavaToken,
+    /// The device type jobs ask for.
+    pub device_type: String,
+    /// Device tags every job asks for (all of them).
+    pub tags: Vec<String>,
+    /// Jobs in flight at most: boots the farm runs at once for this hunt.
+    pub jobs: u32,
+    /// From submission to a finished job; past it firstbad cancels the job and counts a
+    /// failed boot (a farm does not end a job whose worker vanished).
+    pub job_timeout_s: u64,
+    /// How long the server may not answer before the farm is a host error; inside it a
+    /// restart of LAVA costs only time.
+    pub server_deadline_s: u64,
+    /// Size of the ext4 scratch disk each job deploys.
+    pub scratch_mb: u32,
+    /// Appended to the kernel command line.
+    pub extra_cmdline: String,
+    /// The URL under which the host's image directory is served to the farm's workers
+    /// (`http://controller/firstbad/`); `None`: `file://` paths, for a worker on this machine.
+    pub images_url: Option<String>,
 }
 
 /// A machine reached over SSH (`kind = "ssh"`).

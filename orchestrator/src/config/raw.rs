@@ -145,6 +145,18 @@ pub(super) struct RawHost {
     pub(super) agent_port: Option<i64>,
     pub(super) agent_url: Option<String>,
     pub(super) remote_dir: Option<String>,
+    // kind = "lava"
+    pub(super) server: Option<String>,
+    pub(super) token_file: Option<String>,
+    pub(super) token_env: Option<String>,
+    /// Read only to refuse it: a secret does not go in a hunt file.
+    pub(super) token: Option<toml::Value>,
+    pub(super) device_type: Option<String>,
+    pub(super) tags: Option<Vec<String>>,
+    pub(super) jobs: Option<i64>,
+    pub(super) job_timeout_s: Option<i64>,
+    pub(super) server_deadline_s: Option<i64>,
+    pub(super) images_url: Option<String>,
 }
 
 impl RawHost {
@@ -171,6 +183,22 @@ impl RawHost {
             ("agent_port", self.agent_port.is_some()),
             ("agent_url", self.agent_url.is_some()),
             ("remote_dir", self.remote_dir.is_some()),
+        ];
+        set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
+    }
+
+    /// Names of the fields that only `kind = "lava"` reads, that are set.
+    pub(super) fn lava_fields_set(&self) -> Vec<&'static str> {
+        let set = [
+            ("server", self.server.is_some()),
+            ("token_file", self.token_file.is_some()),
+            ("token_env", self.token_env.is_some()),
+            ("device_type", self.device_type.is_some()),
+            ("tags", self.tags.is_some()),
+            ("jobs", self.jobs.is_some()),
+            ("job_timeout_s", self.job_timeout_s.is_some()),
+            ("server_deadline_s", self.server_deadline_s.is_some()),
+            ("images_url", self.images_url.is_some()),
         ];
         set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
     }

@@ -246,6 +246,78 @@ fn an_ssh_host_validates_and_its_errors_name_the_field() {
 }
 
 #[test]
+fn a_lava_host_validates_and_its_token_never_comes_from_the_hunt_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = fixture(dir.path(), "");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let with = |host: &str| {
+        std::fs::write(&p, text.replace("[[hosts]]\nkind = \"qemu\"\n", host)).unwrap();
+        HuntConfig::load(&p)
+    };
+    let c = with("[[hosts]]\nname = \"farm\"\nkind = \"lava\"\nserver = \"http://lava.lab/\"\ntoken_env = \"LAVA_TOKEN\"\ndevice_type = \"qemu\"\ntags = [\"qemu-01\"]\njobs = 8\n").unwrap();
+    let HostKind::Lava(l) = &c.hosts[0].kind else {
+        panic!("not lava")
+    };
+    assert_eq!(l.server, "http://lava.lab");
+    assert_eq!(l.token, crate::config::LavaToken::Env("LAVA_TOKEN".into()));
+    assert_eq!((l.jobs, l.job_timeout_s, l.scratch_mb), (8, 1800, 256));
+    assert_eq!(l.tags, ["qemu-01"]);
+    let base = "kind = \"lava\"\nserver = \"http://l\"\ndevice_type = \"qemu\"\n";
+    for (host, field, words) in [
+        (
+            format!("{base}token = \"s3cret\"\n"),
+            "hosts[0].token",
+            "a secret does not go in a hunt file",
+        ),
+        (base.to_owned(), "hosts[0].token_file", "LAVA API token"),
+        (
+            format!("{base}token_file = \"t\"\ntoken_env = \"T\"\n"),
+            "hosts[0].token_env",
+            "keep one",
+        ),
+        (
+            "kind = \"lava\"\ntoken_env = \"T\"\ndevice_type = \"qemu\"\n".to_owned(),
+            "hosts[0].server",
+            "URL",
+        ),
+        (
+            "kind = \"lava\"\nserver = \"lava.lab\"\ntoken_env = \"T\"\ndevice_type = \"qemu\"\n"
+                .to_owned(),
+            "hosts[0].server",
+            "http://",
+        ),
+        (
+            format!("{base}token_env = \"T\"\njobs = 0\n"),
+            "hosts[0].jobs",
+            "1",
+        ),
+        (
+            format!("{base}token_env = \"T\"\naddress = \"r@h\"\n"),
+            "hosts[0].address",
+            "not read",
+        ),
+        (
+            format!("{base}token_env = \"T\"\nboot_timeout_s = 9\n"),
+            "hosts[0].boot_timeout_s",
+            "not read",
+        ),
+        (
+            format!("{base}token_env = \"T\"\ntags = [\"a b\"]\n"),
+            "hosts[0].tags",
+            "tag",
+        ),
+        (
+            "kind = \"qemu\"\ndevice_type = \"qemu\"\n".to_owned(),
+            "hosts[0].device_type",
+            "not read",
+        ),
+    ] {
+        let e = with(&format!("[[hosts]]\n{host}")).unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains(words), "{host}: {e}");
+    }
+}
+
+#[test]
 fn env_and_home_expand() {
     std::env::set_var("FIRSTBAD_TEST_EXPAND", "/x");
     assert_eq!(expand("${FIRSTBAD_TEST_EXPAND}/y").unwrap(), "/x/y");
@@ -490,6 +562,10 @@ fn with_number(dir: &Path, b: &super::bounds::Bound, value: &str) -> PathBuf {
         ("hosts[]", Some("ssh")) => kernel("").replace(
             "kind = \"qemu\"\n",
             &format!("kind = \"ssh\"\naddress = \"r@h\"\n{line}"),
+        ),
+        ("hosts[]", Some("lava")) => kernel("").replace(
+            "kind = \"qemu\"\n",
+            &format!("kind = \"lava\"\nserver = \"http://l\"\ntoken_env = \"T\"\ndevice_type = \"qemu\"\n{line}"),
         ),
         ("workload", _) => kernel("") + &line,
         ("classify", _) => {

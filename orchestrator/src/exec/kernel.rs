@@ -86,6 +86,10 @@ pub struct KernelHost {
     /// Seconds added to every boot: a slow host, for measurements of the pool (set from
     /// `FIRSTBAD_TEST_SLOW_HOSTS=name:seconds,...`; tests and benchmarks only).
     delay: Duration,
+    /// Boots at once.
+    capacity: usize,
+    /// The farm, when the host is one.
+    farm: Option<Arc<crate::hosts::lava::LavaHost>>,
 }
 
 impl KernelHost {
@@ -103,6 +107,8 @@ impl KernelHost {
             .map_or(Duration::ZERO, Duration::from_secs);
         KernelHost {
             name,
+            capacity: host.capacity(),
+            farm: host.farm().cloned(),
             host: tokio::sync::Mutex::new(host),
             workload: workload.clone(),
             delay,
@@ -115,16 +121,45 @@ impl super::TestHost for KernelHost {
         &self.name
     }
 
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
         Box::pin(async move {
             if !self.delay.is_zero() {
                 tokio::time::sleep(self.delay).await;
+            }
+            if let Some(farm) = &self.farm {
+                // A farm runs several boots at once: no lock.
+                status("submitting");
+                return farm_boot(farm, &job, &self.workload).await;
             }
             let mut host = self.host.lock().await;
             status("booting");
             boot_and_measure(&mut host, &job, &self.workload).await
         })
     }
+}
+
+/// One boot of a built kernel as a farm job, the workload run once by the agent at boot.
+pub async fn farm_boot(
+    farm: &crate::hosts::lava::LavaHost,
+    job: &BootJob,
+    workload: &WorkloadConfig,
+) -> Result<BootOutcome, HostError> {
+    farm.boot(crate::hosts::lava::FarmBoot {
+        commit: &job.commit,
+        boot: job.boot,
+        image: &job.image,
+        release: &job.release,
+        console: &job.console,
+        workload: &workload.workload,
+        metric: &workload.metric,
+        workload_timeout_s: workload.timeout_s,
+        link: &job.farm,
+    })
+    .await
 }
 
 /// One boot of a built kernel on `host` and one run of the workload: the boot's outcome (a
@@ -134,6 +169,9 @@ pub async fn boot_and_measure(
     job: &BootJob,
     workload: &WorkloadConfig,
 ) -> Result<BootOutcome, HostError> {
+    if let Some(farm) = host.farm() {
+        return farm_boot(farm, job, workload).await;
+    }
     let console = job.console.as_path();
     let mut session = match host.boot(&job.image, &job.release, console).await {
         Ok(session) => session,

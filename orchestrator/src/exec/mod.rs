@@ -48,6 +48,8 @@ pub struct BootJob {
     pub release: String,
     /// Where its console goes.
     pub console: PathBuf,
+    /// A farm boot's way to the journal, and its job of an earlier run.
+    pub farm: crate::hosts::lava::FarmLink,
 }
 
 /// A test host: boots a kernel and runs the workload.
@@ -125,6 +127,8 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
         })
         .collect();
     let mut running: FuturesUnordered<Task<Done>> = FuturesUnordered::new();
+    // Farm boots journal their jobs through this, while they run.
+    let (notes, mut farm_notes) = tokio::sync::mpsc::unbounded_channel();
     let mut stop: Option<HuntError> = None;
     let mut stopping = false;
     loop {
@@ -231,7 +235,18 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                                 short(&commit)
                             )));
                         };
-                        let boot = state.next_boot_number(&commit);
+                        // A farm job an earlier run left for this commit on this host is
+                        // taken up again under its boot number (the host re-attaches to it).
+                        let boot = state
+                            .farm_jobs
+                            .iter()
+                            .find(|((c, b), r)| {
+                                *c == commit
+                                    && r.host == host
+                                    && !state.running.iter().any(|x| matches!(x, crate::hunt::state::Running::Boot { commit: rc, boot: rb, .. } if rc == c && rb == b))
+                            })
+                            .map(|((_, b), _)| *b)
+                            .unwrap_or_else(|| state.next_boot_number(&commit));
                         record(
                             journal,
                             state,
@@ -250,6 +265,10 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                             boot,
                             image,
                             release: kernel_release,
+                            farm: crate::hosts::lava::FarmLink::new(
+                                notes.clone(),
+                                state.farm_jobs.get(&(commit.clone(), boot)).cloned(),
+                            ),
                         };
                         let span = tracing::info_span!("boot", commit = short(&commit), boot, host = %host);
                         let task = with_retries(Arc::clone(h), job.clone());
@@ -264,7 +283,14 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                 }
             }
         }
-        let Some(done) = running.next().await else {
+        let next = tokio::select! {
+            done = running.next() => done,
+            Some(note) = farm_notes.recv() => {
+                record_farm_job(journal, state, note)?;
+                continue;
+            }
+        };
+        let Some(done) = next else {
             return Err(stop.unwrap_or_else(|| {
                 HuntError::Infrastructure(
                     "nothing is running and the driver has nothing to start: a bug in \
@@ -393,6 +419,27 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
             }
         }
     }
+}
+
+/// Journals a farm boot's job, then tells the boot it may go on.
+pub fn record_farm_job<R: Recorder>(
+    journal: &R,
+    state: &mut HuntState,
+    note: crate::hosts::lava::FarmNote,
+) -> Result<(), HuntError> {
+    record(
+        journal,
+        state,
+        Event::FarmJob {
+            commit: note.commit,
+            boot: note.boot,
+            host: note.host,
+            token: note.token,
+            job: note.job,
+        },
+    )?;
+    let _ = note.done.send(());
+    Ok(())
 }
 
 /// The host (a checkout) of a command hunt's job.

@@ -6,6 +6,7 @@
 //! kinds: [`qemu`] (a local VM) and [`ssh`] (a lab machine).
 
 pub mod cpio;
+pub mod lava;
 pub mod modules;
 pub mod qemu;
 pub mod ssh;
@@ -170,6 +171,8 @@ pub enum Host {
     Qemu(qemu::QemuHost),
     /// A machine reached over SSH.
     Ssh(Box<ssh::SshHost>),
+    /// A LAVA farm: several boots at once, each a job ([`Host::farm`]).
+    Lava(std::sync::Arc<lava::LavaHost>),
 }
 
 /// A booted, verified test machine with its agent.
@@ -191,6 +194,28 @@ impl Host {
                 agent_binary,
                 work,
             ))),
+            HostKind::Lava(l) => Host::Lava(std::sync::Arc::new(lava::LavaHost::new(
+                &cfg.name,
+                l,
+                agent_binary,
+                work,
+            ))),
+        }
+    }
+
+    /// The farm behind this host, if it is one: its boots are jobs, not sessions.
+    pub fn farm(&self) -> Option<&std::sync::Arc<lava::LavaHost>> {
+        match self {
+            Host::Lava(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Boots it runs at once: a machine one, a farm its `jobs`.
+    pub fn capacity(&self) -> usize {
+        match self {
+            Host::Lava(l) => l.jobs(),
+            _ => 1,
         }
     }
 
@@ -199,6 +224,7 @@ impl Host {
         match self {
             Host::Qemu(h) => h.name(),
             Host::Ssh(h) => h.name(),
+            Host::Lava(h) => h.name(),
         }
     }
 
@@ -207,6 +233,7 @@ impl Host {
         match self {
             Host::Qemu(h) => h.preflight(),
             Host::Ssh(h) => h.preflight(),
+            Host::Lava(h) => h.preflight(),
         }
     }
 
@@ -229,6 +256,10 @@ impl Host {
                 .boot(image, expected_release, console)
                 .await
                 .map(|s| Session::Ssh(Box::new(s))),
+            Host::Lava(h) => Err(Err(HostError::Missing(format!(
+                "host {}: a farm's boots are jobs (Host::farm), not sessions: a bug in firstbad",
+                h.name()
+            )))),
         }
     }
 }

@@ -103,31 +103,7 @@ impl QemuHost {
         if let Some(b) = &self.base_initramfs {
             return Ok(b.clone());
         }
-        let busybox = std::fs::read(BUSYBOX).map_err(io(format!("reading {BUSYBOX}")))?;
-        let agent = std::fs::read(&self.agent_binary)
-            .map_err(io(format!("reading {}", self.agent_binary.display())))?;
-        let mut a = Archive::new();
-        for d in [
-            "bin",
-            "dev",
-            "etc",
-            "etc/firstbad",
-            "proc",
-            "sys",
-            "tmp",
-            "run",
-            "scratch",
-        ] {
-            a.dir(d);
-        }
-        a.dir("usr").dir("usr/bin");
-        // The kernel opens /dev/console before /init runs; without the node, init has no stdio.
-        a.char_dev("dev/console", 0o600, 5, 1)
-            .file("bin/busybox", 0o755, &busybox)
-            .symlink("bin/sh", "busybox")
-            .file("init", 0o755, INIT.as_bytes())
-            .file("usr/bin/firstbad-agent", 0o755, &agent);
-        let bytes = a.finish();
+        let bytes = base_initramfs(&self.agent_binary)?;
         self.base_initramfs = Some(bytes.clone());
         Ok(bytes)
     }
@@ -351,10 +327,40 @@ impl Session {
     }
 }
 
+/// The initramfs every boot starts from ([`INIT`], busybox, the static agent); a boot
+/// appends its token (and, on a farm, its workload) as a second archive.
+pub(super) fn base_initramfs(agent_binary: &Path) -> Result<Vec<u8>, HostError> {
+    let busybox = std::fs::read(BUSYBOX).map_err(io(format!("reading {BUSYBOX}")))?;
+    let agent =
+        std::fs::read(agent_binary).map_err(io(format!("reading {}", agent_binary.display())))?;
+    let mut a = Archive::new();
+    for d in [
+        "bin",
+        "dev",
+        "etc",
+        "etc/firstbad",
+        "proc",
+        "sys",
+        "tmp",
+        "run",
+        "scratch",
+    ] {
+        a.dir(d);
+    }
+    a.dir("usr").dir("usr/bin");
+    // The kernel opens /dev/console before /init runs; without the node, init has no stdio.
+    a.char_dev("dev/console", 0o600, 5, 1)
+        .file("bin/busybox", 0o755, &busybox)
+        .symlink("bin/sh", "busybox")
+        .file("init", 0o755, INIT.as_bytes())
+        .file("usr/bin/firstbad-agent", 0o755, &agent);
+    Ok(a.finish())
+}
+
 /// The modules a prebuilt kernel needs in the guest ([`super::modules`]), as an archive to
 /// append to the initramfs: `lib/modules/<release>/<name>.ko` and `/etc/firstbad/modules`,
 /// the load order. Empty for a kernel without a modules tree (everything built in).
-fn modules_archive(image: &Path, release: &str) -> Result<Vec<u8>, HostError> {
+pub(super) fn modules_archive(image: &Path, release: &str) -> Result<Vec<u8>, HostError> {
     let Some(tree) = super::modules::find_tree(image, release) else {
         return Ok(Vec::new());
     };
@@ -386,7 +392,7 @@ fn modules_archive(image: &Path, release: &str) -> Result<Vec<u8>, HostError> {
     Ok(a.finish())
 }
 
-async fn make_scratch(path: &Path, mb: u32) -> Result<(), HostError> {
+pub(super) async fn make_scratch(path: &Path, mb: u32) -> Result<(), HostError> {
     let _ = std::fs::remove_file(path);
     let f = std::fs::File::create(path).map_err(io(format!("creating {}", path.display())))?;
     f.set_len(u64::from(mb) << 20)
@@ -452,7 +458,7 @@ fn free_port() -> Result<u16, HostError> {
     Ok(l.local_addr().map_err(io("finding a free port"))?.port())
 }
 
-fn random_token() -> String {
+pub(super) fn random_token() -> String {
     use rand::Rng;
     let mut rng = rand::thread_rng();
     (0..32)
@@ -460,7 +466,7 @@ fn random_token() -> String {
         .collect()
 }
 
-fn which(prog: &str) -> Option<PathBuf> {
+pub(super) fn which(prog: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .chain(["/sbin", "/usr/sbin"].iter().map(PathBuf::from))

@@ -353,6 +353,14 @@ async fn engine(
     }
 
     let (builder, hosts) = prepare(cfg, state_dir, &state.retired, kernels).await?;
+    let capacity: BTreeMap<String, usize> = hosts
+        .iter()
+        .map(|h| (h.name().to_owned(), h.capacity()))
+        .collect();
+    let farms: BTreeMap<String, Arc<crate::hosts::lava::LavaHost>> = hosts
+        .iter()
+        .filter_map(|h| Some((h.name().to_owned(), Arc::clone(h.farm()?))))
+        .collect();
     let hosts: Vec<Arc<KernelHost>> = hosts
         .into_iter()
         .map(|h| Arc::new(KernelHost::new(h, &cfg.workload)))
@@ -373,7 +381,7 @@ async fn engine(
             .iter()
             .map(|h| Slot {
                 name: h.name.clone(),
-                capacity: 1,
+                capacity: capacity.get(&h.name).copied().unwrap_or(1),
             })
             .collect(),
         build_ahead: build_ahead(cfg),
@@ -392,6 +400,12 @@ async fn engine(
         tracing::info_span!("hunt", name = %cfg.name),
     )
     .await?;
+    // Farm jobs an interrupted run left that this run did not take up: nobody reads them.
+    for record in state.farm_jobs.values() {
+        if let Some(farm) = farms.get(&record.host) {
+            farm.cancel_left_over(record).await;
+        }
+    }
     state_dir::confirm_saved(&journal, &end)?;
     Ok(Outcome {
         exit_code: end_code(&end, state.confirmation.as_ref()),
@@ -706,6 +720,7 @@ pub async fn try_revision(
         return Ok((built, None));
     };
     let host = hosts[0].name().to_owned();
+    let (notes, mut farm_notes) = tokio::sync::mpsc::unbounded_channel();
     let job = crate::exec::BootJob {
         commit: commit.clone(),
         boot: 1,
@@ -715,6 +730,7 @@ pub async fn try_revision(
         console: dir
             .join("consoles")
             .join(format!("{}-boot1.log", short(&commit))),
+        farm: crate::hosts::lava::FarmLink::new(notes, None),
     };
     let started = Event::BootStarted {
         commit: c.clone(),
@@ -725,8 +741,17 @@ pub async fn try_revision(
     let boot = tracing::Instrument::instrument(
         crate::exec::kernel::boot_and_measure(&mut hosts[0], &job, &cfg.workload),
         tracing::info_span!("boot", commit = short(&commit), boot = 1, host = %host),
-    )
-    .await?;
+    );
+    tokio::pin!(boot);
+    // A farm boot journals its job while it runs.
+    let boot = loop {
+        tokio::select! {
+            b = &mut boot => break b?,
+            Some(note) = farm_notes.recv() => {
+                crate::exec::record_farm_job(&journal, &mut state, note)?;
+            }
+        }
+    };
     let finished = Event::BootFinished {
         commit: c,
         boot: 1,

@@ -8,7 +8,7 @@ use crate::journal::{
     BootOutcome, BuildOutcome, Entry, Event, HuntEnd, RangeInfo, TestOutcome, Verdict,
 };
 use crate::sequential::HostFailures;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One finished boot as the journal has it.
 #[derive(Debug, Clone)]
@@ -156,6 +156,20 @@ pub struct HuntState {
     pub tests_unjudged: Vec<(String, u32, TestOutcome)>,
     /// Runs of the command finished in the hunt, cancelled ones too.
     pub tests_finished: usize,
+    /// Farm jobs of boots not finished (an interrupted run's too, for re-attaching), by commit
+    /// and boot number: the last `FarmJob` of each.
+    pub farm_jobs: BTreeMap<(String, u32), FarmJobRecord>,
+}
+
+/// What the journal holds of a boot's farm job ([`Event::FarmJob`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FarmJobRecord {
+    /// The farm host.
+    pub host: String,
+    /// firstbad's token in the job's definition.
+    pub token: String,
+    /// The farm's id, once it gave one.
+    pub job: Option<String>,
 }
 
 impl HuntState {
@@ -204,6 +218,7 @@ impl HuntState {
                     Some(Running::Boot { started, .. }) => started,
                     _ => self.boots_started.saturating_sub(1),
                 };
+                self.farm_jobs.remove(&(commit.clone(), *boot));
                 let seq = self.boots_finished;
                 self.boots_finished += 1;
                 self.boots
@@ -277,6 +292,22 @@ impl HuntState {
                 self.retired.push((host.clone(), reason.clone()))
             }
             Event::HostRestored { host } => self.retired.retain(|(h, _)| h != host),
+            Event::FarmJob {
+                commit,
+                boot,
+                host,
+                token,
+                job,
+            } => {
+                self.farm_jobs.insert(
+                    (commit.clone(), *boot),
+                    FarmJobRecord {
+                        host: host.clone(),
+                        token: token.clone(),
+                        job: job.clone(),
+                    },
+                );
+            }
             Event::RunStarted { .. } => {
                 // Nothing of the earlier run is still running: its steps are redone.
                 self.interrupted = std::mem::take(&mut self.running);

@@ -232,22 +232,39 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
         _ => {}
     }
     for name in &cfg.hosts {
-        // The host's last boot begun, if nothing finished it (several hosts boot at once).
-        let running = entries.iter().rev().find_map(|e| match &e.event {
-            Event::BootStarted { commit, boot, host } if host == name => {
-                Some(Some((commit, *boot, e.at_ms)))
-            }
-            Event::BootFinished { host, .. } if host == name => Some(None),
-            _ => None,
-        });
-        let busy = match (state.retired.iter().find(|(n, _)| n == name), running) {
-            (Some((_, why)), _) => format!("left the pool: {why}"),
-            (None, Some(Some((c, boot, at)))) if state.end.is_none() => format!(
-                "running boot {boot} of {} for {}",
-                short(c),
-                duration((now_ms - at) as f64 / 1000.0)
-            ),
-            _ => "idle".to_owned(),
+        // The host's boots begun and not finished (a farm runs several at once).
+        let running: Vec<String> = state
+            .running
+            .iter()
+            .filter_map(|r| match r {
+                crate::hunt::state::Running::Boot {
+                    commit, boot, host, ..
+                } if host == name => {
+                    let at = entries.iter().rev().find_map(|e| match &e.event {
+                        Event::BootStarted {
+                            commit: c, boot: b, ..
+                        } if c == commit && b == boot => Some(e.at_ms),
+                        _ => None,
+                    })?;
+                    let job = state
+                        .farm_jobs
+                        .get(&(commit.clone(), *boot))
+                        .and_then(|j| j.job.as_deref())
+                        .map(|id| format!(" (LAVA job {id})"))
+                        .unwrap_or_default();
+                    Some(format!(
+                        "running boot {boot} of {} for {}{job}",
+                        short(commit),
+                        duration((now_ms - at) as f64 / 1000.0)
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        let busy = match state.retired.iter().find(|(n, _)| n == name) {
+            Some((_, why)) => format!("left the pool: {why}"),
+            None if !running.is_empty() && state.end.is_none() => running.join("; "),
+            None => "idle".to_owned(),
         };
         let _ = writeln!(o, "host {name}: {busy}");
     }

@@ -1,0 +1,1153 @@
+//! The LAVA farm test host (`kind = "lava"`): each boot is one LAVA job.
+//!
+//! For a boot firstbad assembles the guest as the qemu host does (busybox, [`super::qemu::INIT`],
+//! the static agent, a fresh token, the kernel's modules) and adds the workload: the agent runs
+//! it once at boot in its one-shot mode and prints the result on the console
+//! ([`firstbad_wire::oneshot`]), which LAVA keeps in the job's log. firstbad never needs to
+//! reach the device: it submits the job through the REST API, follows the job and its log, and
+//! reads the result from the log. So a result survives a firstbad restart: a resumed hunt
+//! re-attaches to the job ([`FarmLink::resume`]) and reads what the job printed meanwhile.
+//!
+//! What LAVA says is mapped so that no verdict ever comes from the farm's trouble (facts in
+//! docs/lava.md): an Incomplete or Canceled job, an infrastructure error, a device lost
+//! mid-job and a job past `job_timeout_s` are failed boots; a server that does not answer is
+//! waited for, with backoff, up to `server_deadline_s`, and then a host error naming it.
+
+use super::{ConsoleScanner, HostError};
+use crate::config::{LavaConfig, LavaToken};
+use crate::hosts::cpio::Archive;
+use crate::hunt::state::FarmJobRecord;
+use crate::journal::BootOutcome;
+use firstbad_wire::oneshot::Decoder;
+use firstbad_wire::Workload;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+/// How often a running job and its log are read.
+const POLL: Duration = Duration::from_secs(2);
+/// Bound on one REST call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest wait between two tries of a server that does not answer.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a job that printed its result may take to end (the guest powers off at once).
+const END_GRACE: Duration = Duration::from_secs(120);
+
+/// What a farm boot journals through the executor, and what the journal held of it.
+#[derive(Debug, Clone, Default)]
+pub struct FarmLink {
+    /// The job an earlier run journalled for this boot (same commit, same boot number).
+    pub resume: Option<FarmJobRecord>,
+    notes: Option<tokio::sync::mpsc::UnboundedSender<FarmNote>>,
+}
+
+/// A `FarmJob` event to journal; `done` is answered once it is on disk (or the journal
+/// failed: then the sender is dropped and the boot does not go on).
+#[derive(Debug)]
+pub struct FarmNote {
+    /// The commit.
+    pub commit: String,
+    /// Its boot number.
+    pub boot: u32,
+    /// The farm host.
+    pub host: String,
+    /// firstbad's token in the job.
+    pub token: String,
+    /// The farm's id, once given.
+    pub job: Option<String>,
+    /// Answered when journalled.
+    pub done: tokio::sync::oneshot::Sender<()>,
+}
+
+impl FarmLink {
+    /// A link whose notes go to `notes`, resuming `resume`.
+    pub fn new(
+        notes: tokio::sync::mpsc::UnboundedSender<FarmNote>,
+        resume: Option<FarmJobRecord>,
+    ) -> FarmLink {
+        FarmLink {
+            resume,
+            notes: Some(notes),
+        }
+    }
+
+    /// Journals a farm job and waits until it is on disk.
+    async fn note(
+        &self,
+        commit: &str,
+        boot: u32,
+        host: &str,
+        token: &str,
+        job: Option<&str>,
+    ) -> Result<(), HostError> {
+        let Some(notes) = &self.notes else {
+            return Err(HostError::Missing(
+                "a farm boot needs the journal: a bug in firstbad".into(),
+            ));
+        };
+        let (done, written) = tokio::sync::oneshot::channel();
+        let note = FarmNote {
+            commit: commit.to_owned(),
+            boot,
+            host: host.to_owned(),
+            token: token.to_owned(),
+            job: job.map(str::to_owned),
+            done,
+        };
+        let failed = || HostError::Missing("the journal refused a farm job: the hunt stops".into());
+        notes.send(note).map_err(|_| failed())?;
+        written.await.map_err(|_| failed())
+    }
+}
+
+/// One boot for the farm.
+pub struct FarmBoot<'a> {
+    /// The commit.
+    pub commit: &'a str,
+    /// Its boot number.
+    pub boot: u32,
+    /// The kernel.
+    pub image: &'a Path,
+    /// The release the booted kernel must report.
+    pub release: &'a str,
+    /// Where the job's console goes.
+    pub console: &'a Path,
+    /// The workload the agent runs once.
+    pub workload: &'a Workload,
+    /// The metric the hunt reads.
+    pub metric: &'a str,
+    /// The workload's own timeout.
+    pub workload_timeout_s: u64,
+    /// The journal's side.
+    pub link: &'a FarmLink,
+}
+
+/// A LAVA farm.
+pub struct LavaHost {
+    name: String,
+    cfg: LavaConfig,
+    agent_binary: PathBuf,
+    work: PathBuf,
+    http: reqwest::Client,
+    token: OnceLock<String>,
+    base_initramfs: OnceLock<Vec<u8>>,
+    modules: Mutex<Option<(PathBuf, Vec<u8>)>>,
+}
+
+/// What the REST API says of a job (`GET /api/v0.2/jobs/<id>/`).
+#[derive(Debug, Clone, serde::Deserialize)]
+struct JobInfo {
+    state: String,
+    health: String,
+    actual_device: Option<String>,
+    #[serde(default)]
+    failure_comment: Option<String>,
+}
+
+/// A call that got no answer worth reading: the server is away (down, restarting, a 5xx),
+/// and another try may do.
+struct Away(String);
+
+impl LavaHost {
+    /// A farm host that keeps each job's images under `work`.
+    pub fn new(name: &str, cfg: &LavaConfig, agent_binary: &Path, work: &Path) -> LavaHost {
+        let http = reqwest::Client::builder()
+            .timeout(CALL_TIMEOUT)
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .expect("a reqwest client with timeouts builds");
+        LavaHost {
+            name: name.to_owned(),
+            cfg: cfg.clone(),
+            agent_binary: agent_binary.to_owned(),
+            work: work.to_owned(),
+            http,
+            token: OnceLock::new(),
+            base_initramfs: OnceLock::new(),
+            modules: Mutex::new(None),
+        }
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Jobs in flight at most.
+    pub fn jobs(&self) -> usize {
+        self.cfg.jobs as usize
+    }
+
+    /// Checks the tools, the agent and the token (the server is asked at the first job: it
+    /// may be restarting, which costs only time).
+    pub fn preflight(&self) -> Result<(), HostError> {
+        if super::qemu::which("mkfs.ext4").is_none() {
+            return Err(HostError::Missing(
+                "mkfs.ext4 is not installed: apt install e2fsprogs".into(),
+            ));
+        }
+        if !Path::new(super::qemu::BUSYBOX).is_file() {
+            return Err(HostError::Missing(format!(
+                "{} is missing: apt install busybox-static",
+                super::qemu::BUSYBOX
+            )));
+        }
+        if !self.agent_binary.is_file() {
+            return Err(HostError::Missing(format!(
+                "agent binary {} is missing: run scripts/build-agent, or set FIRSTBAD_AGENT",
+                self.agent_binary.display()
+            )));
+        }
+        let token = match &self.cfg.token {
+            LavaToken::File(f) => std::fs::read_to_string(f).map_err(|e| {
+                HostError::Missing(format!(
+                    "host {}: token_file {}: {e}: put the LAVA API token there (lava-server manage tokens add --user NAME prints one)",
+                    self.name,
+                    f.display()
+                ))
+            })?,
+            LavaToken::Env(v) => std::env::var(v).map_err(|_| {
+                HostError::Missing(format!(
+                    "host {}: token_env {v}: the variable is not set: export {v}=<the LAVA API token>",
+                    self.name
+                ))
+            })?,
+        };
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(HostError::Missing(format!(
+                "host {}: the LAVA API token is empty",
+                self.name
+            )));
+        }
+        let _ = self.token.set(token.to_owned());
+        Ok(())
+    }
+
+    fn api(&self, path: &str) -> String {
+        format!("{}/api/v0.2/{path}", self.cfg.server)
+    }
+
+    fn authed(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self.token.get() {
+            Some(t) => rb.header("Authorization", format!("Token {t}")),
+            None => rb,
+        }
+    }
+
+    /// One call: its status and body, or why there is none.
+    async fn call(&self, rb: reqwest::RequestBuilder) -> Result<(u16, String), Away> {
+        let r = self
+            .authed(rb)
+            .send()
+            .await
+            .map_err(|e| Away(format!("{e}")))?;
+        let status = r.status().as_u16();
+        let body = r
+            .text()
+            .await
+            .map_err(|e| Away(format!("reading the answer: {e}")))?;
+        if status >= 500 || status == 429 {
+            // gunicorn restarting, a proxy in front of it: the server is away.
+            return Err(Away(format!("HTTP {status}")));
+        }
+        Ok((status, body))
+    }
+
+    /// A call retried while the server is away, with doubling waits, until
+    /// `server_deadline_s` has passed since its first failure.
+    async fn call_retrying<F>(&self, what: &str, make: F) -> Result<(u16, String), HostError>
+    where
+        F: Fn() -> reqwest::RequestBuilder,
+    {
+        let first = Instant::now();
+        let deadline = Duration::from_secs(self.cfg.server_deadline_s);
+        let mut wait = Duration::from_secs(1);
+        loop {
+            match self.call(make()).await {
+                Ok(answer) => return Ok(answer),
+                Err(Away(why)) => {
+                    let waited = first.elapsed();
+                    if waited >= deadline {
+                        return Err(self.needs_person(
+                            what,
+                            &format!(
+                                "the LAVA server {} has not answered for {} s \
+                                 (hosts.server_deadline_s = {}): {why}",
+                                self.cfg.server,
+                                waited.as_secs(),
+                                self.cfg.server_deadline_s
+                            ),
+                        ));
+                    }
+                    tracing::warn!(
+                        host = %self.name,
+                        "LAVA server {} does not answer ({why}) while {what}; trying again in {} s",
+                        self.cfg.server,
+                        wait.as_secs()
+                    );
+                    super::super::exec::kernel::status(&format!(
+                        "LAVA server away for {} s: {why}",
+                        waited.as_secs()
+                    ));
+                    tokio::time::sleep(wait.min(deadline.saturating_sub(waited))).await;
+                    wait = (wait * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    fn needs_person(&self, what: &str, why: &str) -> HostError {
+        HostError::NeedsPerson {
+            host: self.name.clone(),
+            why: format!("{what}: {why}"),
+        }
+    }
+
+    /// The job, or `None` if the server does not know it.
+    async fn job(&self, id: &str) -> Result<Option<JobInfo>, HostError> {
+        let url = self.api(&format!("jobs/{id}/"));
+        let (status, body) = self
+            .call_retrying(&format!("reading LAVA job {id}"), || self.http.get(&url))
+            .await?;
+        match status {
+            200 => serde_json::from_str(&body).map(Some).map_err(|e| {
+                self.needs_person(
+                    &format!("reading LAVA job {id}"),
+                    &format!("an answer firstbad cannot read ({e}): {}", clip(&body)),
+                )
+            }),
+            404 => Ok(None),
+            _ => Err(self.needs_person(
+                &format!("reading LAVA job {id}"),
+                &format!("HTTP {status}: {}", clip(&body)),
+            )),
+        }
+    }
+
+    /// The newest job whose definition holds `token`, if any.
+    async fn find(&self, token: &str) -> Result<Option<String>, HostError> {
+        let url = self.api("jobs/");
+        let (status, body) = self
+            .call_retrying("looking for a job by its token", || {
+                self.http.get(&url).query(&[
+                    ("original_definition__contains", token),
+                    ("ordering", "-id"),
+                    ("limit", "1"),
+                ])
+            })
+            .await?;
+        if status != 200 {
+            return Err(self.needs_person(
+                "looking for a job by its token",
+                &format!("HTTP {status}: {}", clip(&body)),
+            ));
+        }
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        Ok(v["results"]
+            .as_array()
+            .and_then(|r| r.first())
+            .and_then(|j| j["id"].as_i64())
+            .map(|id| id.to_string()))
+    }
+
+    /// Submits `definition`; the job's id. A submission whose answer was lost (the server
+    /// went away mid-call) is looked for by its token before it is sent again.
+    async fn submit(&self, definition: &str, token: &str) -> Result<String, HostError> {
+        let url = self.api("jobs/");
+        let body = serde_json::json!({ "definition": definition });
+        let first = Instant::now();
+        let mut wait = Duration::from_secs(1);
+        loop {
+            match self.call(self.http.post(&url).json(&body)).await {
+                Ok((201, answer)) => {
+                    let v: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
+                    return v["job_ids"][0]
+                        .as_i64()
+                        .map(|id| id.to_string())
+                        .ok_or_else(|| {
+                            self.needs_person(
+                                "submitting a job",
+                                &format!("an answer without a job id: {}", clip(&answer)),
+                            )
+                        });
+                }
+                Ok((status @ (401 | 403), answer)) => {
+                    return Err(self.needs_person(
+                        "submitting a job",
+                        &format!(
+                            "the server refused the token (HTTP {status}: {}): check {}",
+                            clip(&answer),
+                            match &self.cfg.token {
+                                LavaToken::File(f) => format!("token_file {}", f.display()),
+                                LavaToken::Env(v) => format!("token_env {v}"),
+                            }
+                        ),
+                    ))
+                }
+                Ok((status, answer)) => {
+                    return Err(self.needs_person(
+                        "submitting a job",
+                        &format!(
+                            "HTTP {status}: {} (device_type {:?}, tags {:?})",
+                            clip(&answer),
+                            self.cfg.device_type,
+                            self.cfg.tags
+                        ),
+                    ))
+                }
+                Err(Away(why)) => {
+                    if let Ok(Some(id)) = self.find(token).await {
+                        return Ok(id);
+                    }
+                    let waited = first.elapsed();
+                    if waited.as_secs() >= self.cfg.server_deadline_s {
+                        return Err(self.needs_person(
+                            "submitting a job",
+                            &format!(
+                                "the LAVA server {} has not answered for {} s \
+                                 (hosts.server_deadline_s = {}): {why}",
+                                self.cfg.server,
+                                waited.as_secs(),
+                                self.cfg.server_deadline_s
+                            ),
+                        ));
+                    }
+                    tracing::warn!(host = %self.name, "LAVA server does not take the job ({why}); trying again in {} s", wait.as_secs());
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    /// Cancels the job an earlier run left for a boot the hunt no longer needs.
+    pub async fn cancel_left_over(&self, record: &FarmJobRecord) {
+        let id = match &record.job {
+            Some(id) => Some(id.clone()),
+            None => self.find(&record.token).await.ok().flatten(),
+        };
+        if let Some(id) = id {
+            if let Ok(Some(info)) = self.job(&id).await {
+                if info.state != "Finished" {
+                    tracing::info!(host = %self.name, "cancelling LAVA job {id}: left by an earlier run, no longer needed");
+                    self.cancel(&id).await;
+                }
+            }
+        }
+    }
+
+    /// Sends a cancel (GET, as LAVA 2023.01 wants it); its answer says nothing either way.
+    async fn cancel(&self, id: &str) {
+        let url = self.api(&format!("jobs/{id}/cancel/"));
+        let _ = self.call(self.http.get(&url)).await;
+    }
+
+    /// Log lines of job `id` from line `start` (0-based): how many were read, and those
+    /// firstbad reads; none when there are no new ones.
+    async fn log_lines(&self, id: &str, start: usize) -> Result<(usize, Vec<LogLine>), HostError> {
+        let url = self.api(&format!("jobs/{id}/logs/"));
+        let (status, body) = self
+            .call_retrying(&format!("reading LAVA job {id}'s log"), || {
+                self.http.get(&url).query(&[("start", start.to_string())])
+            })
+            .await?;
+        // 404: past the end (or no log yet).
+        if status != 200 {
+            return Ok((0, Vec::new()));
+        }
+        let read = body.lines().filter(|l| l.starts_with("- ")).count();
+        Ok((read, parse_log(&body)))
+    }
+
+    fn base_initramfs(&self) -> Result<Vec<u8>, HostError> {
+        if let Some(b) = self.base_initramfs.get() {
+            return Ok(b.clone());
+        }
+        let b = super::qemu::base_initramfs(&self.agent_binary)?;
+        let _ = self.base_initramfs.set(b.clone());
+        Ok(b)
+    }
+
+    fn modules(&self, image: &Path, release: &str) -> Result<Vec<u8>, HostError> {
+        let mut m = self.modules.lock().expect("no panic holds the lock");
+        if let Some((i, a)) = &*m {
+            if i == image {
+                return Ok(a.clone());
+            }
+        }
+        let a = super::qemu::modules_archive(image, release)?;
+        *m = Some((image.to_owned(), a.clone()));
+        Ok(a)
+    }
+
+    /// Writes the job's files under `dir`: kernel, initramfs (token, workload, modules) and
+    /// scratch image.
+    async fn images(&self, b: &FarmBoot<'_>, token: &str, dir: &Path) -> Result<(), HostError> {
+        let io = |what: String| move |source| HostError::Io { what, source };
+        std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+        let kernel = dir.join("vmlinuz");
+        let _ = std::fs::remove_file(&kernel);
+        if std::fs::hard_link(b.image, &kernel).is_err() {
+            std::fs::copy(b.image, &kernel).map_err(io(format!(
+                "copying {} to {}",
+                b.image.display(),
+                kernel.display()
+            )))?;
+        }
+        let mut initramfs = self.base_initramfs()?;
+        let workload = serde_json::to_vec(b.workload).expect("a workload serialises");
+        let mut extra = Archive::new();
+        extra
+            .file("etc/firstbad/token", 0o600, format!("{token}\n").as_bytes())
+            .file("etc/firstbad/workload.json", 0o644, &workload);
+        initramfs.extend_from_slice(&extra.finish());
+        initramfs.extend_from_slice(&self.modules(b.image, b.release)?);
+        std::fs::write(dir.join("initramfs.cpio"), &initramfs)
+            .map_err(io("writing the job's initramfs".into()))?;
+        super::qemu::make_scratch(&dir.join("scratch.img"), self.cfg.scratch_mb).await
+    }
+
+    /// The URL of one of the job's files, as the farm's workers fetch it.
+    fn url(&self, dir: &Path, file: &str) -> String {
+        match &self.cfg.images_url {
+            Some(base) => format!(
+                "{base}/{}/{file}",
+                dir.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            None => format!("file://{}", dir.join(file).display()),
+        }
+    }
+
+    /// The job definition (JSON, which LAVA's YAML loader reads as it is).
+    fn definition(&self, b: &FarmBoot<'_>, token: &str, dir: &Path) -> String {
+        let cmdline = format!(
+            "console=ttyS0 panic=-1 oops=panic {}",
+            self.cfg.extra_cmdline
+        );
+        let cmdline = cmdline.trim();
+        let secs = |s: u64| serde_json::json!({ "seconds": s });
+        // The test action is the lease on the guest: the workload's time and room for the
+        // result's lines.
+        let lease = b.workload_timeout_s + 300;
+        let mut job = serde_json::json!({
+            "device_type": self.cfg.device_type,
+            "job_name": format!("firstbad {} {} boot {}", self.name, crate::hunt::short(b.commit), b.boot),
+            "visibility": "public",
+            "priority": "medium",
+            "timeouts": {
+                "job": secs(self.cfg.job_timeout_s),
+                "action": secs(self.cfg.job_timeout_s),
+                "connection": secs(120),
+            },
+            "context": { "arch": "amd64" },
+            "metadata": {
+                "firstbad.run": token,
+                "firstbad.commit": b.commit,
+                "firstbad.boot": b.boot.to_string(),
+            },
+            "actions": [
+                { "deploy": {
+                    "to": "tmpfs",
+                    "timeout": secs(300),
+                    "images": {
+                        "kernel": {
+                            "image_arg": format!("-kernel {{kernel}} -append \"{cmdline}\""),
+                            "url": self.url(dir, "vmlinuz"),
+                        },
+                        "initrd": {
+                            "image_arg": "-initrd {initrd}",
+                            "url": self.url(dir, "initramfs.cpio"),
+                        },
+                        "scratch": {
+                            "image_arg": "-drive file={scratch},format=raw,if=virtio,cache=writeback",
+                            "url": self.url(dir, "scratch.img"),
+                        },
+                    },
+                }},
+                { "boot": { "method": "qemu", "media": "tmpfs", "timeout": secs(600) } },
+                { "test": {
+                    "timeout": secs(lease),
+                    "monitors": [{
+                        "name": "firstbad",
+                        "start": "firstbad-init: starting agent",
+                        "end": "firstbad-init: agent exited",
+                        "pattern": firstbad_wire::oneshot::LAVA_RESULT_PATTERN,
+                        "fixupdict": { "PASS": "pass", "FAIL": "fail" },
+                    }],
+                }},
+            ],
+        });
+        if !self.cfg.tags.is_empty() {
+            job["tags"] = serde_json::json!(self.cfg.tags);
+        }
+        serde_json::to_string_pretty(&job).expect("a job serialises")
+    }
+
+    /// One boot: a job submitted (or re-attached to), followed to its end, its result read
+    /// from its log. A failed boot is the candidate's or the farm's, never a verdict; `Err` is
+    /// the farm's own trouble past its deadlines.
+    pub async fn boot(&self, b: FarmBoot<'_>) -> Result<BootOutcome, HostError> {
+        if let Some(parent) = b.console.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| HostError::Io {
+                what: "creating the console log directory".into(),
+                source,
+            })?;
+        }
+        // A re-attached job's log is read again from its first line: the console starts over.
+        let mut console = tokio::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(b.console)
+            .await
+            .map_err(|source| HostError::Io {
+                what: format!("opening {}", b.console.display()),
+                source,
+            })?;
+        let mut say = Say(&mut console);
+
+        // Re-attach to the job an earlier run journalled, by id, else by its token.
+        let mut attached = None;
+        if let Some(r) = b.link.resume.as_ref().filter(|r| r.host == self.name) {
+            let id = match &r.job {
+                Some(id) => Some(id.clone()),
+                None => {
+                    let found = self.find(&r.token).await?;
+                    if let Some(id) = &found {
+                        b.link
+                            .note(b.commit, b.boot, &self.name, &r.token, Some(id))
+                            .await?;
+                    }
+                    found
+                }
+            };
+            if let Some(id) = id {
+                if self.job(&id).await?.is_some() {
+                    say.line(&format!("[lava] re-attached to job {id} of an earlier run"))
+                        .await;
+                    tracing::info!(host = %self.name, "re-attached to LAVA job {id}");
+                    attached = Some((id, r.token.clone()));
+                }
+            }
+        }
+        let (id, token) = match attached {
+            Some(a) => a,
+            None => {
+                // Unique on the farm, and short: it tags every result line on the console.
+                let token = format!(
+                    "fb-{}-{}-{}",
+                    crate::hunt::short(b.commit),
+                    b.boot,
+                    &super::qemu::random_token()[..16]
+                );
+                let dir = self.work.join("jobs").join(&token);
+                self.images(&b, &token, &dir).await?;
+                let definition = self.definition(&b, &token, &dir);
+                std::fs::write(dir.join("job.json"), &definition).map_err(|source| {
+                    HostError::Io {
+                        what: "writing the job definition".into(),
+                        source,
+                    }
+                })?;
+                // The intent is on disk before the job exists.
+                b.link
+                    .note(b.commit, b.boot, &self.name, &token, None)
+                    .await?;
+                let id = self.submit(&definition, &token).await?;
+                b.link
+                    .note(b.commit, b.boot, &self.name, &token, Some(&id))
+                    .await?;
+                say.line(&format!(
+                    "[lava] submitted job {id} to {} ({token})",
+                    self.cfg.server
+                ))
+                .await;
+                tracing::info!(host = %self.name, "submitted LAVA job {id}");
+                (id, token)
+            }
+        };
+        let outcome = self.follow(&b, &id, &token, &mut say).await?;
+        // The job has ended: its worker copied the files long ago. (On a host error they are
+        // kept: the job may still be queued, and a rerun re-attaches to it.)
+        let _ = std::fs::remove_dir_all(self.work.join("jobs").join(&token));
+        Ok(outcome)
+    }
+
+    /// Follows job `id` to its end.
+    async fn follow(
+        &self,
+        b: &FarmBoot<'_>,
+        id: &str,
+        token: &str,
+        say: &mut Say<'_>,
+    ) -> Result<BootOutcome, HostError> {
+        let fail = |reason: String| {
+            Ok(BootOutcome::Failed {
+                reason,
+                console: b.console.to_owned(),
+                untestable: false,
+            })
+        };
+        let mut decoder = Decoder::new(token);
+        let mut scanner = ConsoleScanner::default();
+        let mut fatal: Option<String> = None;
+        let mut job_error: Option<String> = None;
+        let mut seen = 0usize;
+        let mut device: Option<String> = None;
+        let mut running_since: Option<Instant> = None;
+        let mut agent_at: Option<Instant> = None;
+        let mut result_at: Option<Instant> = None;
+        let mut cancelled_by_us: Option<String> = None;
+        let queued = Instant::now();
+        loop {
+            let Some(info) = self.job(id).await? else {
+                return fail(format!(
+                    "LAVA job {id} is gone from the server {} (deleted?)",
+                    self.cfg.server
+                ));
+            };
+            if info.state == "Running" && running_since.is_none() {
+                running_since = Some(Instant::now());
+            }
+            if device.is_none() {
+                if let Some(d) = &info.actual_device {
+                    device = Some(d.clone());
+                    say.line(&format!("[lava] job {id} runs on device {d}"))
+                        .await;
+                }
+            }
+            let (read, lines) = self.log_lines(id, seen).await?;
+            seen += read;
+            for l in &lines {
+                match l {
+                    LogLine::Target(text) => {
+                        say.line(text).await;
+                        decoder.line(text);
+                        if text.contains("firstbad-init: starting agent") && agent_at.is_none() {
+                            agent_at = Some(Instant::now());
+                        }
+                        if fatal.is_none() {
+                            fatal = scanner.line(text);
+                        }
+                    }
+                    LogLine::JobResult(why) => job_error = why.clone(),
+                    LogLine::Other(lvl, text) if lvl == "error" || lvl == "exception" => {
+                        say.line(&format!("[lava:{lvl}] {text}")).await;
+                    }
+                    LogLine::Other(..) => {}
+                }
+            }
+            if decoder.outcome().is_some() && result_at.is_none() {
+                result_at = Some(Instant::now());
+            }
+            let finished = info.state == "Finished";
+            if finished {
+                // The log's last lines may have come after the state was read.
+                for l in &self.log_lines(id, seen).await?.1 {
+                    match l {
+                        LogLine::Target(text) => {
+                            say.line(text).await;
+                            decoder.line(text);
+                            if fatal.is_none() {
+                                fatal = scanner.line(text);
+                            }
+                        }
+                        LogLine::JobResult(why) => job_error = why.clone(),
+                        LogLine::Other(..) => {}
+                    }
+                }
+                say.line(&format!(
+                    "[lava] job {id} finished: {}{}",
+                    info.health,
+                    job_error
+                        .as_deref()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
+                ))
+                .await;
+                return Ok(self.outcome(
+                    b,
+                    id,
+                    &info,
+                    &decoder,
+                    fatal,
+                    job_error,
+                    cancelled_by_us,
+                    running_since,
+                    agent_at,
+                ));
+            }
+            if cancelled_by_us.is_none() {
+                let why = if let Some(f) = &fatal {
+                    Some(format!("boot failed: {f}"))
+                } else if result_at.is_some_and(|t| t.elapsed() > END_GRACE) {
+                    // The result is in; a guest that does not power off must not hold the
+                    // device.
+                    Some(String::new())
+                } else if running_since
+                    .is_some_and(|t| t.elapsed().as_secs() > self.cfg.job_timeout_s)
+                {
+                    Some(format!(
+                        "LAVA job {id} did not finish within {} s of starting \
+                         (hosts.job_timeout_s); cancelled",
+                        self.cfg.job_timeout_s
+                    ))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    say.line(&format!("[lava] cancelling job {id}: {why}"))
+                        .await;
+                    self.cancel(id).await;
+                    cancelled_by_us = Some(why);
+                }
+            }
+            let status = match (&device, running_since) {
+                (None, _) => format!("LAVA job {id} queued for {} s", queued.elapsed().as_secs()),
+                (Some(d), _) if agent_at.is_some() => {
+                    format!("LAVA job {id} on {d}: workload running")
+                }
+                (Some(d), _) => format!("LAVA job {id} on {d}: booting"),
+            };
+            super::super::exec::kernel::status(&status);
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// What a finished job means for the hunt.
+    #[allow(clippy::too_many_arguments)]
+    fn outcome(
+        &self,
+        b: &FarmBoot<'_>,
+        id: &str,
+        info: &JobInfo,
+        decoder: &Decoder,
+        fatal: Option<String>,
+        job_error: Option<String>,
+        cancelled_by_us: Option<String>,
+        running_since: Option<Instant>,
+        agent_at: Option<Instant>,
+    ) -> BootOutcome {
+        let failed = |reason: String| BootOutcome::Failed {
+            reason,
+            console: b.console.to_owned(),
+            untestable: false,
+        };
+        if let Some(f) = fatal {
+            return failed(format!("boot failed: {f} (LAVA job {id})"));
+        }
+        let identity = decoder.identity();
+        if let Some(idn) = identity {
+            if idn.kernel_release != b.release {
+                return failed(format!(
+                    "wrong kernel: the agent reports {:?}, expected {:?} (LAVA job {id})",
+                    idn.kernel_release, b.release
+                ));
+            }
+        }
+        match (decoder.outcome(), identity) {
+            (Some(Ok(result)), Some(idn)) => match result.metrics.get(b.metric) {
+                Some(&value) if value.is_finite() => BootOutcome::Measured {
+                    kernel_release: idn.kernel_release.clone(),
+                    boot_id: idn.boot_id.clone(),
+                    value,
+                    console: b.console.to_owned(),
+                    boot_seconds: match (running_since, agent_at) {
+                        (Some(r), Some(a)) => a.saturating_duration_since(r).as_secs_f64(),
+                        _ => 0.0,
+                    },
+                    result,
+                },
+                _ => failed(match result.unavailable.get(b.metric) {
+                    Some(why) => format!("the workload could not give {}: {why}", b.metric),
+                    None => format!("the workload reported no {} metric", b.metric),
+                }),
+            },
+            (Some(Err(why)), _) => failed(format!("workload failed: {why} (LAVA job {id})")),
+            _ => {
+                let comment = info
+                    .failure_comment
+                    .as_deref()
+                    .map(|c| format!("; {}", clip(c)))
+                    .unwrap_or_default();
+                failed(match (info.health.as_str(), cancelled_by_us) {
+                    (_, Some(why)) if !why.is_empty() => why,
+                    ("Canceled", _) => {
+                        format!("LAVA job {id} was canceled on the farm, not by firstbad{comment}")
+                    }
+                    ("Complete", _) => {
+                        format!("LAVA job {id} ended Complete but the agent printed no result")
+                    }
+                    (health, _) => format!(
+                        "LAVA job {id} ended {health}: {}{comment}",
+                        job_error.as_deref().unwrap_or("no reason given")
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Writes a job's console log, line by line.
+struct Say<'a>(&'a mut tokio::fs::File);
+
+impl Say<'_> {
+    async fn line(&mut self, text: &str) {
+        let _ = self.0.write_all(text.as_bytes()).await;
+        let _ = self.0.write_all(b"\n").await;
+        let _ = self.0.flush().await;
+    }
+}
+
+/// One line of a LAVA job log.
+#[derive(Debug, PartialEq)]
+enum LogLine {
+    /// The device's console (`lvl: target`).
+    Target(String),
+    /// LAVA's own verdict on the job (the `job` case of suite `lava`): `None` for a pass,
+    /// else its error type and message.
+    JobResult(Option<String>),
+    /// Anything else: its level and text.
+    Other(String, String),
+}
+
+/// A job log as `GET /jobs/<id>/logs/` sends it: YAML, one flow mapping a line
+/// (`- {"dt": …, "lvl": …, "msg": …}`), which is JSON after the dash.
+fn parse_log(body: &str) -> Vec<LogLine> {
+    body.lines()
+        .filter_map(|l| {
+            let json = l.trim_start().strip_prefix("- ")?;
+            let v: serde_json::Value = serde_json::from_str(json).ok()?;
+            let lvl = v["lvl"].as_str().unwrap_or("").to_owned();
+            let msg = &v["msg"];
+            Some(match (lvl.as_str(), msg) {
+                ("target" | "feedback", serde_json::Value::String(s)) => LogLine::Target(s.clone()),
+                ("results", m) if m["definition"] == "lava" && m["case"] == "job" => {
+                    LogLine::JobResult(match m["result"].as_str() {
+                        Some("pass") => None,
+                        _ => Some(format!(
+                            "{}: {}",
+                            m["error_type"].as_str().unwrap_or("error"),
+                            m["error_msg"].as_str().map(clip).unwrap_or_default()
+                        )),
+                    })
+                }
+                (_, serde_json::Value::String(s)) => LogLine::Other(lvl, s.clone()),
+                (_, m) => LogLine::Other(lvl, m.to_string()),
+            })
+        })
+        .collect()
+}
+
+/// At most 300 characters of a server's text, on one line.
+fn clip(s: &str) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &one[..i]),
+        None => one,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_gives_console_lines_and_lavas_verdict() {
+        let body = r#"- {"dt": "2026-12-02T14:07:01.336892", "lvl": "info", "msg": "start: 1 tmpfs-deploy"}
+- {"dt": "2026-12-02T14:07:01.336892", "lvl": "target", "msg": "firstbad-init: up 6.1.0-57-cloud-amd64"}
+- {"dt": "2026-12-02T14:07:01.345382", "lvl": "results", "msg": {"case": "uptime", "definition": "firstbad", "measurement": "1.98", "result": "pass", "units": "s"}}
+- {"dt": "2026-12-02T14:07:02", "lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "fail", "error_type": "Infrastructure", "error_msg": "Connection closed"}}
+"#;
+        let lines = parse_log(body);
+        assert_eq!(
+            lines[1],
+            LogLine::Target("firstbad-init: up 6.1.0-57-cloud-amd64".into())
+        );
+        assert_eq!(
+            lines[3],
+            LogLine::JobResult(Some("Infrastructure: Connection closed".into()))
+        );
+        assert!(matches!(&lines[0], LogLine::Other(l, _) if l == "info"));
+    }
+
+    #[test]
+    fn a_passed_job_has_no_error() {
+        let body = r#"- {"dt": "x", "lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "pass"}}"#;
+        assert_eq!(parse_log(body), [LogLine::JobResult(None)]);
+    }
+
+    /// What a finished job means, from what the job printed and what LAVA said: pure logic,
+    /// no server (tests/lava.rs drives the real one).
+    #[test]
+    fn a_finished_job_is_measured_only_with_its_result_and_the_right_kernel() {
+        let cfg = LavaConfig {
+            server: "http://127.0.0.1:9".into(),
+            token: LavaToken::Env("T".into()),
+            device_type: "qemu".into(),
+            tags: vec![],
+            jobs: 2,
+            job_timeout_s: 60,
+            server_deadline_s: 5,
+            scratch_mb: 64,
+            extra_cmdline: String::new(),
+            images_url: None,
+        };
+        let host = LavaHost::new("farm", &cfg, Path::new("/nonexistent"), Path::new("/tmp"));
+        let workload: Workload =
+            toml::from_str(include_str!("../../../workloads/fsync-latency.toml")).unwrap();
+        let link = FarmLink::default();
+        let b = FarmBoot {
+            commit: "0123456789abcdef",
+            boot: 1,
+            image: Path::new("/k"),
+            release: "6.1.0-fb0123456789ab",
+            console: Path::new("/tmp/c.log"),
+            workload: &workload,
+            metric: "fsync_latency_p50_ms",
+            workload_timeout_s: 60,
+            link: &link,
+        };
+        let identity = |release: &str| firstbad_wire::Identity {
+            protocol: firstbad_wire::PROTOCOL_VERSION,
+            agent_version: "0".into(),
+            kernel_release: release.into(),
+            boot_id: "b".into(),
+            hostname: "g".into(),
+        };
+        let mut result: firstbad_wire::WorkloadResult =
+            serde_json::from_value(serde_json::json!({"kind": "fsync-latency", "series": {}, "metrics": {}, "duration_s": 1.0})).unwrap();
+        result.metrics.insert("fsync_latency_p50_ms".into(), 4.5);
+        let decoded = |release: &str, r: Result<firstbad_wire::WorkloadResult, String>| {
+            let mut d = Decoder::new("tok");
+            for l in firstbad_wire::oneshot::encode("tok", &identity(release), &r) {
+                d.line(&format!("[   3.1] {l}"));
+            }
+            d
+        };
+        let info = |health: &str| JobInfo {
+            state: "Finished".into(),
+            health: health.into(),
+            actual_device: Some("qemu-01".into()),
+            failure_comment: None,
+        };
+        let reason = |o: BootOutcome| match o {
+            BootOutcome::Failed { reason, .. } => reason,
+            m => panic!("not a failed boot: {m:?}"),
+        };
+        let ok = decoded(b.release, Ok(result.clone()));
+        let o = host.outcome(
+            &b,
+            "7",
+            &info("Complete"),
+            &ok,
+            None,
+            None,
+            None,
+            None,
+            None,
+        );
+        assert!(
+            matches!(o, BootOutcome::Measured { value, .. } if value == 4.5),
+            "{o:?}"
+        );
+        // A panic seen on the console wins over anything printed.
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Complete"),
+            &ok,
+            Some("Kernel panic - not syncing: x".into()),
+            None,
+            None,
+            None,
+            None,
+        ));
+        assert!(r.contains("Kernel panic"), "{r}");
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Complete"),
+            &decoded("6.1.0-other", Ok(result)),
+            None,
+            None,
+            None,
+            None,
+            None,
+        ));
+        assert!(r.contains("wrong kernel"), "{r}");
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Complete"),
+            &decoded(b.release, Err("scratch full".into())),
+            None,
+            None,
+            None,
+            None,
+            None,
+        ));
+        assert!(r.contains("workload failed: scratch full"), "{r}");
+        let none = Decoder::new("tok");
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Canceled"),
+            &none,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ));
+        assert!(r.contains("canceled on the farm, not by firstbad"), "{r}");
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Incomplete"),
+            &none,
+            None,
+            Some("Infrastructure: Connection closed".into()),
+            None,
+            None,
+            None,
+        ));
+        assert!(
+            r.contains("ended Incomplete: Infrastructure: Connection closed"),
+            "{r}"
+        );
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Canceled"),
+            &none,
+            None,
+            None,
+            Some("LAVA job 7 did not finish within 60 s".into()),
+            None,
+            None,
+        ));
+        assert!(r.contains("did not finish"), "{r}");
+        let r = reason(host.outcome(
+            &b,
+            "7",
+            &info("Complete"),
+            &none,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ));
+        assert!(r.contains("printed no result"), "{r}");
+    }
+
+    #[test]
+    fn long_server_text_is_clipped_to_one_line() {
+        let c = clip(&"Traceback\n  x ".repeat(100));
+        assert!(!c.contains('\n'));
+        assert!(c.chars().count() <= 301, "{}", c.chars().count());
+    }
+}

@@ -1,0 +1,528 @@
+//! `kind = "lava"` hosts against a real LAVA (Debian's lava-server and lava-dispatcher
+//! 2023.01), installed and started on loopback by scripts/install-lava: a scheduler, a worker
+//! and two qemu devices under TCG, the demo tree's kernels (shared with the other kernel tests
+//! through the build cache), firstbad's agent in its one-shot mode in each job's initramfs.
+//!
+//! Nothing here is a stand-in: the jobs are LAVA's, the cancels and the device taken offline go
+//! through LAVA's own REST API, the server restart kills and restarts LAVA's gunicorn.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The local LAVA: its URL and token file (scripts/install-lava is idempotent: 0.05 s when all
+/// runs).
+fn lava() -> &'static (String, PathBuf) {
+    static LAVA: OnceLock<(String, PathBuf)> = OnceLock::new();
+    LAVA.get_or_init(|| {
+        let out = Command::new(root().join("scripts/install-lava"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/install-lava runs");
+        assert!(out.status.success(), "install-lava failed");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let get = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .unwrap_or_else(|| panic!("install-lava printed no {k}: {text}"))
+                .to_owned()
+        };
+        (get("LAVA_URL="), PathBuf::from(get("LAVA_TOKEN_FILE=")))
+    })
+}
+
+fn token() -> String {
+    std::fs::read_to_string(&lava().1)
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// One REST call with curl (the tests talk to LAVA with a different client than firstbad).
+fn api(method: &str, path: &str, body: Option<&str>) -> serde_json::Value {
+    let mut c = Command::new("curl");
+    c.args(["-sS", "-m", "30", "-X", method])
+        .arg("-H")
+        .arg(format!("Authorization: Token {}", token()))
+        .arg(format!("{}/api/v0.2/{path}", lava().0));
+    if let Some(b) = body {
+        c.args(["-H", "Content-Type: application/json", "-d", b]);
+    }
+    let out = c.output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+/// The farm's jobs whose definition holds `needle`, newest first.
+fn jobs_with(needle: &str) -> Vec<serde_json::Value> {
+    let out = Command::new("curl")
+        .args(["-sS", "-m", "30", "-G"])
+        .arg("-H")
+        .arg(format!("Authorization: Token {}", token()))
+        .arg(format!("{}/api/v0.2/jobs/", lava().0))
+        .arg("--data-urlencode")
+        .arg(format!("original_definition__contains={needle}"))
+        .args([
+            "--data-urlencode",
+            "ordering=-id",
+            "--data-urlencode",
+            "limit=200",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["results"].as_array().cloned().unwrap_or_default()
+}
+
+/// Puts every device back to Good (a test that failed half-way may have left one out).
+fn devices_good() {
+    for d in ["qemu-01", "qemu-02"] {
+        api(
+            "POST",
+            &format!("devices/{d}/set_health/"),
+            Some(r#"{"health":"GOOD","reason":"firstbad tests"}"#),
+        );
+    }
+}
+
+/// A hunt over the demo tree on the local LAVA's two devices.
+fn hunt_file(dir: &Path, name: &str, extra_host: &str) -> PathBuf {
+    let root = root();
+    let (url, token_file) = lava();
+    let hunt = dir.join("hunt.toml");
+    std::fs::write(
+        &hunt,
+        format!(
+            r#"[hunt]
+name = "{name}"
+repo = "{repo}"
+good = "demo-good"
+bad = "demo-bad"
+state_dir = "{state}"
+
+[build]
+config = "{root}/configs/kernel/qemu-x86_64.config"
+jobs = 2
+
+[[hosts]]
+name = "farm"
+kind = "lava"
+server = "{url}"
+token_file = "{token_file}"
+device_type = "qemu"
+jobs = 2
+job_timeout_s = 600
+server_deadline_s = 300
+scratch_mb = 320
+{extra_host}
+[workload]
+file = "{root}/workloads/fsync-latency.toml"
+metric = "fsync_latency_p50_ms"
+timeout_s = 300
+"#,
+            repo = demo_tree().display(),
+            state = dir.join("state").display(),
+            root = root.display(),
+            token_file = token_file.display(),
+        ),
+    )
+    .unwrap();
+    hunt
+}
+
+fn try_events(dir: &Path) -> Vec<(String, Option<String>, serde_json::Value)> {
+    let db = dir.join("state/try/try.sqlite");
+    if !db.exists() {
+        return Vec::new();
+    }
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT kind, commit_id, body FROM events ORDER BY seq")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .unwrap()
+        .map(|r| {
+            let (k, c, b) = r.unwrap();
+            (k, c, serde_json::from_str(&b).unwrap())
+        })
+        .collect();
+    rows
+}
+
+fn boot_json(stdout: &str) -> serde_json::Value {
+    let at = stdout.find("boot: ").expect("try printed a boot") + "boot: ".len();
+    serde_json::from_str(&stdout[at..]).expect("boot JSON")
+}
+
+/// `firstbad try` through LAVA: one job, submitted through the REST API with firstbad's token
+/// in its definition, journalled before and after the submission, its result read from the
+/// job's log (every sample kept). Then a job that the farm cancels (a person in LAVA's web UI,
+/// here its REST API) while it runs: a failed boot that says so, never a measurement.
+#[test]
+fn try_through_lava_and_a_job_the_farm_cancels() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    devices_good();
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "lava-try", "");
+    let started = Instant::now();
+    let out = firstbad()
+        .arg("try")
+        .arg(&hunt)
+        .arg("demo-good")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let boot = boot_json(&stdout);
+    assert_eq!(boot["status"], "measured", "{boot}\n{stderr}");
+    let events = try_events(dir.path());
+    let farm: Vec<_> = events.iter().filter(|(k, _, _)| k == "farm-job").collect();
+    assert_eq!(farm.len(), 2, "intent, then the id: {farm:?}");
+    assert!(farm[0].2.get("job").is_none(), "{:?}", farm[0]);
+    let token = farm[0].2["token"].as_str().unwrap().to_owned();
+    let id = farm[1].2["job"].as_str().unwrap().to_owned();
+    assert_eq!(farm[1].2["token"], token.as_str());
+    let job = api("GET", &format!("jobs/{id}/"), None);
+    assert_eq!(job["health"], "Complete", "{job}");
+    assert_eq!(
+        jobs_with(&token).len(),
+        1,
+        "the token finds the job, and only it"
+    );
+    let finished = events
+        .iter()
+        .find(|(k, _, _)| k == "boot-finished")
+        .unwrap();
+    let samples = &finished.2["outcome"]["result"]["series"]["fsync_latency"]["samples"];
+    assert_eq!(samples.as_array().unwrap().len(), 40, "every sample kept");
+    // LAVA's own results page has the metrics as test cases too.
+    let cases = api("GET", &format!("jobs/{id}/tests/"), None);
+    assert!(
+        cases.to_string().contains("fsync_latency_p50_ms"),
+        "{cases}"
+    );
+    eprintln!("try through LAVA: {:.1} s", started.elapsed().as_secs_f64());
+
+    // The farm cancels the next job while it runs.
+    let dir2 = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir2.path(), "lava-cancel", "");
+    let child = firstbad()
+        .arg("try")
+        .arg(&hunt)
+        .arg("demo-good")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let id = loop {
+        assert!(Instant::now() < deadline, "no job was submitted");
+        if let Some(id) = try_events(dir2.path()).iter().find_map(|(k, _, b)| {
+            (k == "farm-job")
+                .then(|| b["job"].as_str().map(str::to_owned))
+                .flatten()
+        }) {
+            break id;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let said = api("GET", &format!("jobs/{id}/cancel/"), None);
+    assert!(said.to_string().contains("cancel"), "{said}");
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let boot = boot_json(&stdout);
+    assert_eq!(boot["status"], "failed", "{boot}");
+    let reason = boot["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("LAVA job {id} was canceled on the farm")),
+        "{reason}"
+    );
+    let job = api("GET", &format!("jobs/{id}/"), None);
+    assert_eq!(job["health"], "Canceled", "{job}");
+}
+
+/// Stops LAVA's gunicorn (the REST API and web pages), waits `down_for` once it no longer
+/// answers, and starts it again with scripts/install-lava.
+fn restart_lava_server(down_for: Duration) {
+    let pid_file = Path::new("/var/tmp/firstbad-lava/run/lava-server-gunicorn.pid");
+    let pid = std::fs::read_to_string(pid_file).unwrap();
+    let pid = pid.trim();
+    // The script started it with setsid: the pid is its process group.
+    let killed = Command::new("kill")
+        .args(["-TERM", "--", &format!("-{pid}")])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "gunicorn {pid} was running");
+    let gone = Instant::now() + Duration::from_secs(30);
+    while Command::new("curl")
+        .args(["-fsS", "-m", "2", "-o", "/dev/null"])
+        .arg(format!("{}/api/v0.2/system/version/", lava().0))
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(Instant::now() < gone, "gunicorn still answers");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(down_for);
+    let out = Command::new(root().join("scripts/install-lava"))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "install-lava restarted gunicorn");
+}
+
+/// Takes the device of a running job of this hunt offline the way a lab does when a board
+/// dies: LAVA's health set to Maintenance (no more jobs for it), and its qemu killed (the
+/// board gone). Returns the device and the job.
+fn take_a_device_offline() -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let job = loop {
+        assert!(Instant::now() < deadline, "no job of the hunt ran");
+        let running = jobs_with("firstbad farm ").into_iter().find(|j| {
+            j["state"] == "Running"
+                && j["actual_device"].is_string()
+                && j["description"]
+                    .as_str()
+                    .is_some_and(|d| d.starts_with("firstbad farm "))
+        });
+        if let Some(j) = running {
+            break j;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let id = job["id"].as_i64().unwrap().to_string();
+    let device = job["actual_device"].as_str().unwrap().to_owned();
+    // Let it boot into the workload.
+    std::thread::sleep(Duration::from_secs(2));
+    let said = api(
+        "POST",
+        &format!("devices/{device}/set_health/"),
+        Some(r#"{"health":"MAINTENANCE","reason":"firstbad test: board lost"}"#),
+    );
+    assert_eq!(said["message"], "OK", "{said}");
+    // The job's qemu runs from the dispatcher's tmp directory of that job.
+    let pattern = format!("/var/lib/lava/dispatcher/tmp/{id}/");
+    let killed = Command::new("pkill")
+        .args(["-KILL", "-f", &pattern])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "job {id}'s qemu on {device} was killed");
+    // LAVA ends the job Incomplete and marks the device's health Unknown, which gives it jobs
+    // again: the lab keeps it in Maintenance once the job has ended.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while api("GET", &format!("jobs/{id}/"), None)["state"] != "Finished" {
+        assert!(Instant::now() < deadline, "job {id} did not end");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let said = api(
+        "POST",
+        &format!("devices/{device}/set_health/"),
+        Some(r#"{"health":"MAINTENANCE","reason":"firstbad test: board lost"}"#),
+    );
+    assert_eq!(said["message"], "OK", "{said}");
+    (device, id)
+}
+
+/// The demo hunt through LAVA to the demo's culprit, with two jobs in flight on two devices,
+/// across a `kill -9` of firstbad while jobs run (the rerun re-attaches to them by the ids in
+/// the journal instead of submitting them again), a LAVA server restart in the middle of the
+/// hunt (costs only time) and a device that dies in the middle of a job (a failed boot; the
+/// hunt goes on with the other device).
+#[test]
+fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    devices_good();
+    let culprit = commit_by_subject(&demo_fact("culprit_subject"));
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "lava-demo", "");
+    let state = dir.path().join("state");
+    let started = Instant::now();
+
+    // kill -9 with a submitted job in flight, once the baselines are under way.
+    kill_9_when(&["run".as_ref(), hunt.as_os_str()], || {
+        state.join("journal.sqlite").exists() && {
+            let e = journal_events(&state);
+            e.iter().filter(|(k, _, _)| k == "boot-finished").count() >= 4
+                && e.last()
+                    .is_some_and(|(k, _, b)| k == "farm-job" && b["job"].is_string())
+        }
+    });
+    let before = journal_events(&state);
+    let finished = |e: &[(String, Option<String>, serde_json::Value)]| -> std::collections::HashSet<(String, u64)> {
+        e.iter()
+            .filter(|(k, _, _)| k == "boot-finished")
+            .map(|(_, c, b)| (c.clone().unwrap(), b["boot"].as_u64().unwrap()))
+            .collect()
+    };
+    let done_before = finished(&before);
+    let in_flight: Vec<(String, u64, String)> = before
+        .iter()
+        .filter(|(k, _, b)| k == "farm-job" && b["job"].is_string())
+        .map(|(_, c, b)| {
+            (
+                c.clone().unwrap(),
+                b["boot"].as_u64().unwrap(),
+                b["job"].as_str().unwrap().to_owned(),
+            )
+        })
+        .filter(|(c, n, _)| !done_before.contains(&(c.clone(), *n)))
+        .collect();
+    assert!(!in_flight.is_empty(), "a job was in flight at the kill");
+
+    // The rerun, with the server restarted and a device lost on the way.
+    let log = dir.path().join("rerun.log");
+    let child = firstbad()
+        .arg("run")
+        .arg(&hunt)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let boots_now = || {
+        journal_events(&state)
+            .iter()
+            .filter(|(k, _, _)| k == "boot-finished")
+            .count()
+    };
+    let wait_boots = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(1800);
+        while boots_now() < n {
+            assert!(Instant::now() < deadline, "the hunt stalled");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    };
+    wait_boots(done_before.len() + in_flight.len() + 2);
+    restart_lava_server(Duration::from_secs(15));
+    wait_boots(boots_now() + 3);
+    let (lost_device, lost_job) = take_a_device_offline();
+    // Jobs submitted from here on can only go to the other device.
+    let offline_from = jobs_with("firstbad farm ")
+        .first()
+        .and_then(|j| j["id"].as_i64())
+        .unwrap();
+    let out = child.wait_with_output_with_timeout();
+    devices_good();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("first bad commit: {}", &culprit[..12])),
+        "{stdout}\n{stderr}"
+    );
+
+    let events = journal_events(&state);
+    // Re-attached, not submitted again: each boot in flight at the kill kept its one job, and
+    // its result (printed while firstbad was dead) was read from LAVA's log.
+    for (c, n, id) in &in_flight {
+        let tokens: std::collections::HashSet<&str> = events
+            .iter()
+            .filter(|(k, ec, b)| {
+                k == "farm-job" && ec.as_deref() == Some(c) && b["boot"].as_u64() == Some(*n)
+            })
+            .map(|(_, _, b)| b["token"].as_str().unwrap())
+            .collect();
+        assert_eq!(tokens.len(), 1, "boot {n} of {c} was submitted again");
+        assert!(
+            stderr.contains(&format!("re-attached to LAVA job {id}")),
+            "{stderr}"
+        );
+        let outcome = events
+            .iter()
+            .find(|(k, ec, b)| {
+                k == "boot-finished" && ec.as_deref() == Some(c) && b["boot"].as_u64() == Some(*n)
+            })
+            .unwrap_or_else(|| panic!("boot {n} of {c} finished"));
+        assert_eq!(
+            outcome.2["outcome"]["status"], "measured",
+            "{:?}",
+            outcome.2
+        );
+    }
+    // The server restart cost only time.
+    assert!(
+        stderr.contains("does not answer"),
+        "firstbad saw the server away: {stderr}"
+    );
+    // The lost device's job is a failed boot that names it, never a verdict.
+    let lost = events
+        .iter()
+        .find(|(k, _, b)| {
+            k == "boot-finished"
+                && b["outcome"]["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains(&format!("LAVA job {lost_job} ")))
+        })
+        .unwrap_or_else(|| panic!("job {lost_job} on {lost_device} is a failed boot"));
+    assert_eq!(lost.2["outcome"]["status"], "failed", "{:?}", lost.2);
+    let later: Vec<_> = jobs_with("firstbad farm ")
+        .into_iter()
+        .filter(|j| j["id"].as_i64().unwrap() > offline_from)
+        .collect();
+    assert!(
+        !later.is_empty(),
+        "the hunt went on after the device was lost"
+    );
+    assert!(
+        later
+            .iter()
+            .all(|j| j["actual_device"] != lost_device.as_str()),
+        "no job went to the lost device {lost_device}: {later:?}"
+    );
+    // Nothing of the hunt is left running on the farm.
+    let left: Vec<_> = jobs_with("firstbad farm ")
+        .into_iter()
+        .filter(|j| j["state"] != "Finished")
+        .map(|j| j["id"].clone())
+        .collect();
+    assert!(left.is_empty(), "jobs left on the farm: {left:?}");
+    eprintln!(
+        "demo hunt through LAVA: {} boots, {:.0} s with the kill, the restart and the lost device",
+        events
+            .iter()
+            .filter(|(k, _, _)| k == "boot-finished")
+            .count(),
+        started.elapsed().as_secs_f64()
+    );
+    keep_if_asked(dir);
+}
+
+/// `wait_with_output` with a bound: a hung hunt fails the test instead of hanging CI.
+trait WaitBounded {
+    fn wait_with_output_with_timeout(self) -> std::process::Output;
+}
+
+impl WaitBounded for std::process::Child {
+    fn wait_with_output_with_timeout(mut self) -> std::process::Output {
+        let deadline = Instant::now() + Duration::from_secs(2400);
+        loop {
+            if self.try_wait().unwrap().is_some() {
+                return self.wait_with_output().unwrap();
+            }
+            if Instant::now() > deadline {
+                let _ = self.kill();
+                panic!("the hunt did not end within 40 min");
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
