@@ -133,6 +133,20 @@ pub struct LavaHost {
     token: OnceLock<String>,
     base_initramfs: OnceLock<Vec<u8>>,
     modules: Mutex<Option<(PathBuf, Vec<u8>)>>,
+    /// This hunt's jobs submitted and not finished.
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// Held while a boot waits for room on the farm, so that two boots do not both take the
+    /// last device.
+    gate: tokio::sync::Mutex<()>,
+}
+
+/// Counts a job in flight until dropped.
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// What the REST API says of a job (`GET /api/v0.2/jobs/<id>/`).
@@ -166,6 +180,8 @@ impl LavaHost {
             token: OnceLock::new(),
             base_initramfs: OnceLock::new(),
             modules: Mutex::new(None),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            gate: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -438,6 +454,93 @@ impl LavaHost {
         }
     }
 
+    /// Devices the jobs can run on: of the device type, carrying every tag, in health Good or
+    /// Unknown (Maintenance, Bad, Looping and Retired ones take no jobs).
+    async fn usable_devices(&self) -> Result<usize, HostError> {
+        let what = "counting the farm's devices";
+        let url = self.api("devices/");
+        let (status, body) = self
+            .call_retrying(what, || {
+                self.http.get(&url).query(&[
+                    ("device_type", self.cfg.device_type.as_str()),
+                    ("limit", "1000"),
+                ])
+            })
+            .await?;
+        if status != 200 {
+            return Err(self.needs_person(what, &format!("HTTP {status}: {}", clip(&body))));
+        }
+        let devices: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let mut wanted = Vec::new();
+        if !self.cfg.tags.is_empty() {
+            let url = self.api("tags/");
+            let (status, body) = self
+                .call_retrying(what, || self.http.get(&url).query(&[("limit", "1000")]))
+                .await?;
+            if status != 200 {
+                return Err(self.needs_person(what, &format!("HTTP {status}: {}", clip(&body))));
+            }
+            let tags: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            for t in &self.cfg.tags {
+                let id = tags["results"].as_array().and_then(|r| {
+                    r.iter()
+                        .find(|x| x["name"] == t.as_str())
+                        .and_then(|x| x["id"].as_i64())
+                });
+                match id {
+                    Some(id) => wanted.push(id),
+                    None => return Ok(0),
+                }
+            }
+        }
+        Ok(devices["results"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .filter(|d| matches!(d["health"].as_str(), Some("Good" | "Unknown")))
+                    .filter(|d| {
+                        let has = d["tags"].as_array().cloned().unwrap_or_default();
+                        wanted
+                            .iter()
+                            .all(|w| has.iter().any(|h| h.as_i64() == Some(*w)))
+                    })
+                    .count()
+            })
+            .unwrap_or(0))
+    }
+
+    /// Waits until this hunt has fewer jobs on the farm than the farm has devices to run
+    /// them, then counts one more: boots go out as devices free, and none waits in LAVA's
+    /// queue for a device another of ours holds.
+    async fn room(&self) -> Result<InFlight<'_>, HostError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let _gate = self.gate.lock().await;
+        let mut warned: Option<Instant> = None;
+        loop {
+            let usable = self.usable_devices().await?;
+            let running = self.in_flight.load(SeqCst);
+            if running < usable {
+                self.in_flight.fetch_add(1, SeqCst);
+                return Ok(InFlight(&self.in_flight));
+            }
+            if usable == 0 && warned.is_none_or(|t| t.elapsed() > Duration::from_secs(600)) {
+                tracing::warn!(
+                    host = %self.name,
+                    "no device of type {:?}{} can take a job on {} (all in Maintenance, Bad or \
+                     Retired?): waiting for one",
+                    self.cfg.device_type,
+                    if self.cfg.tags.is_empty() { String::new() } else { format!(" with tags {:?}", self.cfg.tags) },
+                    self.cfg.server
+                );
+                warned = Some(Instant::now());
+            }
+            super::super::exec::kernel::status(&format!(
+                "waiting for a free device: {running} jobs of ours on {usable} usable devices"
+            ));
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// Sends a cancel (GET, as LAVA 2023.01 wants it); its answer says nothing either way.
     async fn cancel(&self, id: &str) {
         let url = self.api(&format!("jobs/{id}/cancel/"));
@@ -625,6 +728,8 @@ impl LavaHost {
             };
             if let Some(id) = id {
                 if self.job(&id).await?.is_some() {
+                    self.in_flight
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     say.line(&format!("[lava] re-attached to job {id} of an earlier run"))
                         .await;
                     tracing::info!(host = %self.name, "re-attached to LAVA job {id}");
@@ -632,9 +737,10 @@ impl LavaHost {
                 }
             }
         }
-        let (id, token) = match attached {
-            Some(a) => a,
+        let (id, token, _in_flight) = match attached {
+            Some((id, token)) => (id, token, InFlight(&self.in_flight)),
             None => {
+                let room = self.room().await?;
                 // Unique on the farm, and short: it tags every result line on the console.
                 let token = format!(
                     "fb-{}-{}-{}",
@@ -665,7 +771,7 @@ impl LavaHost {
                 ))
                 .await;
                 tracing::info!(host = %self.name, "submitted LAVA job {id}");
-                (id, token)
+                (id, token, room)
             }
         };
         let outcome = self.follow(&b, &id, &token, &mut say).await?;
