@@ -140,25 +140,7 @@ fn try_events(dir: &Path) -> Vec<(String, Option<String>, serde_json::Value)> {
     if !db.exists() {
         return Vec::new();
     }
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut st = conn
-        .prepare("SELECT kind, commit_id, body FROM events ORDER BY seq")
-        .unwrap();
-    let rows = st
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })
-        .unwrap()
-        .map(|r| {
-            let (k, c, b) = r.unwrap();
-            (k, c, serde_json::from_str(&b).unwrap())
-        })
-        .collect();
-    rows
+    journal_file_events(&db)
 }
 
 fn boot_json(stdout: &str) -> serde_json::Value {
@@ -169,7 +151,8 @@ fn boot_json(stdout: &str) -> serde_json::Value {
 /// `firstbad try` through LAVA: one job, submitted through the REST API with firstbad's token
 /// in its definition, journalled before and after the submission, its result read from the
 /// job's log (every sample kept). Then a job that the farm cancels (a person in LAVA's web UI,
-/// here its REST API) while it runs: a failed boot that says so, never a measurement.
+/// here its REST API) while it runs: a failed boot that says so, never a measurement. Then a
+/// server that never answers: a host error naming it once `server_deadline_s` has passed.
 #[test]
 fn try_through_lava_and_a_job_the_farm_cancels() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -258,6 +241,34 @@ fn try_through_lava_and_a_job_the_farm_cancels() {
     );
     let job = api("GET", &format!("jobs/{id}/"), None);
     assert_eq!(job["health"], "Canceled", "{job}");
+
+    // A server that does not answer past server_deadline_s (a closed port on loopback) is a
+    // host error that names it, never a boot.
+    let dir3 = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir3.path(), "lava-gone", "");
+    let text = std::fs::read_to_string(&hunt)
+        .unwrap()
+        .replace(&lava().0, "http://127.0.0.1:9")
+        .replace("server_deadline_s = 300", "server_deadline_s = 3");
+    std::fs::write(&hunt, text).unwrap();
+    let started = Instant::now();
+    let out = firstbad()
+        .arg("try")
+        .arg(&hunt)
+        .arg("demo-good")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the LAVA server http://127.0.0.1:9 has not answered for"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// Stops LAVA's gunicorn (the REST API and web pages), waits `down_for` once it no longer

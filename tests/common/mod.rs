@@ -120,7 +120,12 @@ timeout_s = 300
 }
 
 pub fn journal_events(state: &Path) -> Vec<(String, Option<String>, serde_json::Value)> {
-    let conn = Connection::open(state.join("journal.sqlite")).unwrap();
+    journal_file_events(&state.join("journal.sqlite"))
+}
+
+/// The events of the journal file `db` (a hunt's, or `try/try.sqlite`): kind, commit, body.
+pub fn journal_file_events(db: &Path) -> Vec<(String, Option<String>, serde_json::Value)> {
+    let conn = Connection::open(db).unwrap();
     let mut st = conn
         .prepare("SELECT kind, commit_id, body FROM events ORDER BY seq")
         .unwrap();

@@ -286,16 +286,7 @@ impl LavaHost {
                 Err(Away(why)) => {
                     let waited = first.elapsed();
                     if waited >= deadline {
-                        return Err(self.needs_person(
-                            what,
-                            &format!(
-                                "the LAVA server {} has not answered for {} s \
-                                 (hosts.server_deadline_s = {}): {why}",
-                                self.cfg.server,
-                                waited.as_secs(),
-                                self.cfg.server_deadline_s
-                            ),
-                        ));
+                        return Err(self.server_gone(what, waited, &why));
                     }
                     tracing::warn!(
                         host = %self.name,
@@ -312,6 +303,19 @@ impl LavaHost {
                 }
             }
         }
+    }
+
+    /// The server has not answered for longer than `server_deadline_s`.
+    fn server_gone(&self, what: &str, waited: Duration, why: &str) -> HostError {
+        self.needs_person(
+            what,
+            &format!(
+                "the LAVA server {} has not answered for {} s (hosts.server_deadline_s = {}): {why}",
+                self.cfg.server,
+                waited.as_secs(),
+                self.cfg.server_deadline_s
+            ),
+        )
     }
 
     fn needs_person(&self, what: &str, why: &str) -> HostError {
@@ -419,16 +423,7 @@ impl LavaHost {
                     }
                     let waited = first.elapsed();
                     if waited.as_secs() >= self.cfg.server_deadline_s {
-                        return Err(self.needs_person(
-                            "submitting a job",
-                            &format!(
-                                "the LAVA server {} has not answered for {} s \
-                                 (hosts.server_deadline_s = {}): {why}",
-                                self.cfg.server,
-                                waited.as_secs(),
-                                self.cfg.server_deadline_s
-                            ),
-                        ));
+                        return Err(self.server_gone("submitting a job", waited, &why));
                     }
                     tracing::warn!(host = %self.name, "LAVA server does not take the job ({why}); trying again in {} s", wait.as_secs());
                     tokio::time::sleep(wait).await;
@@ -789,33 +784,24 @@ impl LavaHost {
         token: &str,
         say: &mut Say<'_>,
     ) -> Result<BootOutcome, HostError> {
-        let fail = |reason: String| {
-            Ok(BootOutcome::Failed {
-                reason,
-                console: b.console.to_owned(),
-                untestable: false,
-            })
-        };
-        let mut decoder = Decoder::new(token);
-        let mut scanner = ConsoleScanner::default();
-        let mut fatal: Option<String> = None;
-        let mut job_error: Option<String> = None;
-        let mut seen = 0usize;
+        let mut seen = Seen::new(token);
+        let mut lines_read = 0usize;
         let mut device: Option<String> = None;
-        let mut running_since: Option<Instant> = None;
-        let mut agent_at: Option<Instant> = None;
         let mut result_at: Option<Instant> = None;
-        let mut cancelled_by_us: Option<String> = None;
         let queued = Instant::now();
         loop {
             let Some(info) = self.job(id).await? else {
-                return fail(format!(
-                    "LAVA job {id} is gone from the server {} (deleted?)",
-                    self.cfg.server
-                ));
+                return Ok(BootOutcome::Failed {
+                    reason: format!(
+                        "LAVA job {id} is gone from the server {} (deleted?)",
+                        self.cfg.server
+                    ),
+                    console: b.console.to_owned(),
+                    untestable: false,
+                });
             };
-            if info.state == "Running" && running_since.is_none() {
-                running_since = Some(Instant::now());
+            if info.state == "Running" && seen.running_since.is_none() {
+                seen.running_since = Some(Instant::now());
             }
             if device.is_none() {
                 if let Some(d) = &info.actual_device {
@@ -824,75 +810,42 @@ impl LavaHost {
                         .await;
                 }
             }
-            let (read, lines) = self.log_lines(id, seen).await?;
-            seen += read;
-            for l in &lines {
-                match l {
-                    LogLine::Target(text) => {
-                        say.line(text).await;
-                        decoder.line(text);
-                        if text.contains("firstbad-init: starting agent") && agent_at.is_none() {
-                            agent_at = Some(Instant::now());
-                        }
-                        if fatal.is_none() {
-                            fatal = scanner.line(text);
-                        }
+            // Once the job is Finished, its log is read once more: its last lines may have
+            // come after the state was read.
+            let finished = info.state == "Finished";
+            for _ in 0..1 + usize::from(finished) {
+                let (read, lines) = self.log_lines(id, lines_read).await?;
+                lines_read += read;
+                for l in &lines {
+                    if let Some(text) = seen.take(l) {
+                        say.line(&text).await;
                     }
-                    LogLine::JobResult(why) => job_error = why.clone(),
-                    LogLine::Other(lvl, text) if lvl == "error" || lvl == "exception" => {
-                        say.line(&format!("[lava:{lvl}] {text}")).await;
-                    }
-                    LogLine::Other(..) => {}
                 }
             }
-            if decoder.outcome().is_some() && result_at.is_none() {
+            if seen.decoder.outcome().is_some() && result_at.is_none() {
                 result_at = Some(Instant::now());
             }
-            let finished = info.state == "Finished";
             if finished {
-                // The log's last lines may have come after the state was read.
-                for l in &self.log_lines(id, seen).await?.1 {
-                    match l {
-                        LogLine::Target(text) => {
-                            say.line(text).await;
-                            decoder.line(text);
-                            if fatal.is_none() {
-                                fatal = scanner.line(text);
-                            }
-                        }
-                        LogLine::JobResult(why) => job_error = why.clone(),
-                        LogLine::Other(..) => {}
-                    }
-                }
                 say.line(&format!(
                     "[lava] job {id} finished: {}{}",
                     info.health,
-                    job_error
+                    seen.job_error
                         .as_deref()
                         .map(|e| format!(" ({e})"))
                         .unwrap_or_default()
                 ))
                 .await;
-                return Ok(self.outcome(
-                    b,
-                    id,
-                    &info,
-                    &decoder,
-                    fatal,
-                    job_error,
-                    cancelled_by_us,
-                    running_since,
-                    agent_at,
-                ));
+                return Ok(seen.outcome(b, id, &info));
             }
-            if cancelled_by_us.is_none() {
-                let why = if let Some(f) = &fatal {
+            if seen.cancelled_by_us.is_none() {
+                let why = if let Some(f) = &seen.fatal {
                     Some(format!("boot failed: {f}"))
                 } else if result_at.is_some_and(|t| t.elapsed() > END_GRACE) {
                     // The result is in; a guest that does not power off must not hold the
                     // device.
                     Some(String::new())
-                } else if running_since
+                } else if seen
+                    .running_since
                     .is_some_and(|t| t.elapsed().as_secs() > self.cfg.job_timeout_s)
                 {
                     Some(format!(
@@ -907,44 +860,84 @@ impl LavaHost {
                     say.line(&format!("[lava] cancelling job {id}: {why}"))
                         .await;
                     self.cancel(id).await;
-                    cancelled_by_us = Some(why);
+                    seen.cancelled_by_us = Some(why);
                 }
             }
-            let status = match (&device, running_since) {
-                (None, _) => format!("LAVA job {id} queued for {} s", queued.elapsed().as_secs()),
-                (Some(d), _) if agent_at.is_some() => {
+            let status = match &device {
+                None => format!("LAVA job {id} queued for {} s", queued.elapsed().as_secs()),
+                Some(d) if seen.agent_at.is_some() => {
                     format!("LAVA job {id} on {d}: workload running")
                 }
-                (Some(d), _) => format!("LAVA job {id} on {d}: booting"),
+                Some(d) => format!("LAVA job {id} on {d}: booting"),
             };
             super::super::exec::kernel::status(&status);
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+/// What following a job has read of it: the agent's lines, the console's verdict, LAVA's own.
+struct Seen {
+    decoder: Decoder,
+    scanner: ConsoleScanner,
+    /// The first console line that fails the boot.
+    fatal: Option<String>,
+    /// LAVA's error for the job (its `job` case), if it failed.
+    job_error: Option<String>,
+    /// Why firstbad cancelled the job ("" once the result was in), if it did.
+    cancelled_by_us: Option<String>,
+    running_since: Option<Instant>,
+    agent_at: Option<Instant>,
+}
+
+impl Seen {
+    fn new(token: &str) -> Seen {
+        Seen {
+            decoder: Decoder::new(token),
+            scanner: ConsoleScanner::default(),
+            fatal: None,
+            job_error: None,
+            cancelled_by_us: None,
+            running_since: None,
+            agent_at: None,
+        }
+    }
+
+    /// Takes one log line; the text the boot's console log gets for it, if any.
+    fn take(&mut self, l: &LogLine) -> Option<String> {
+        match l {
+            LogLine::Target(text) => {
+                self.decoder.line(text);
+                if text.contains("firstbad-init: starting agent") && self.agent_at.is_none() {
+                    self.agent_at = Some(Instant::now());
+                }
+                if self.fatal.is_none() {
+                    self.fatal = self.scanner.line(text);
+                }
+                Some(text.clone())
+            }
+            LogLine::JobResult(why) => {
+                self.job_error = why.clone();
+                None
+            }
+            LogLine::Other(lvl, text) if lvl == "error" || lvl == "exception" => {
+                Some(format!("[lava:{lvl}] {text}"))
+            }
+            LogLine::Other(..) => None,
+        }
+    }
 
     /// What a finished job means for the hunt.
-    #[allow(clippy::too_many_arguments)]
-    fn outcome(
-        &self,
-        b: &FarmBoot<'_>,
-        id: &str,
-        info: &JobInfo,
-        decoder: &Decoder,
-        fatal: Option<String>,
-        job_error: Option<String>,
-        cancelled_by_us: Option<String>,
-        running_since: Option<Instant>,
-        agent_at: Option<Instant>,
-    ) -> BootOutcome {
+    fn outcome(&self, b: &FarmBoot<'_>, id: &str, info: &JobInfo) -> BootOutcome {
         let failed = |reason: String| BootOutcome::Failed {
             reason,
             console: b.console.to_owned(),
             untestable: false,
         };
-        if let Some(f) = fatal {
+        if let Some(f) = &self.fatal {
             return failed(format!("boot failed: {f} (LAVA job {id})"));
         }
-        let identity = decoder.identity();
+        let identity = self.decoder.identity();
         if let Some(idn) = identity {
             if idn.kernel_release != b.release {
                 return failed(format!(
@@ -953,14 +946,14 @@ impl LavaHost {
                 ));
             }
         }
-        match (decoder.outcome(), identity) {
+        match (self.decoder.outcome(), identity) {
             (Some(Ok(result)), Some(idn)) => match result.metrics.get(b.metric) {
                 Some(&value) if value.is_finite() => BootOutcome::Measured {
                     kernel_release: idn.kernel_release.clone(),
                     boot_id: idn.boot_id.clone(),
                     value,
                     console: b.console.to_owned(),
-                    boot_seconds: match (running_since, agent_at) {
+                    boot_seconds: match (self.running_since, self.agent_at) {
                         (Some(r), Some(a)) => a.saturating_duration_since(r).as_secs_f64(),
                         _ => 0.0,
                     },
@@ -978,8 +971,8 @@ impl LavaHost {
                     .as_deref()
                     .map(|c| format!("; {}", clip(c)))
                     .unwrap_or_default();
-                failed(match (info.health.as_str(), cancelled_by_us) {
-                    (_, Some(why)) if !why.is_empty() => why,
+                failed(match (info.health.as_str(), &self.cancelled_by_us) {
+                    (_, Some(why)) if !why.is_empty() => why.clone(),
                     ("Canceled", _) => {
                         format!("LAVA job {id} was canceled on the farm, not by firstbad{comment}")
                     }
@@ -988,7 +981,7 @@ impl LavaHost {
                     }
                     (health, _) => format!(
                         "LAVA job {id} ended {health}: {}{comment}",
-                        job_error.as_deref().unwrap_or("no reason given")
+                        self.job_error.as_deref().unwrap_or("no reason given")
                     ),
                 })
             }
@@ -1089,19 +1082,6 @@ mod tests {
     /// no server (tests/lava.rs drives the real one).
     #[test]
     fn a_finished_job_is_measured_only_with_its_result_and_the_right_kernel() {
-        let cfg = LavaConfig {
-            server: "http://127.0.0.1:9".into(),
-            token: LavaToken::Env("T".into()),
-            device_type: "qemu".into(),
-            tags: vec![],
-            jobs: 2,
-            job_timeout_s: 60,
-            server_deadline_s: 5,
-            scratch_mb: 64,
-            extra_cmdline: String::new(),
-            images_url: None,
-        };
-        let host = LavaHost::new("farm", &cfg, Path::new("/nonexistent"), Path::new("/tmp"));
         let workload: Workload =
             toml::from_str(include_str!("../../../workloads/fsync-latency.toml")).unwrap();
         let link = FarmLink::default();
@@ -1143,111 +1123,79 @@ mod tests {
             BootOutcome::Failed { reason, .. } => reason,
             m => panic!("not a failed boot: {m:?}"),
         };
-        let ok = decoded(b.release, Ok(result.clone()));
-        let o = host.outcome(
-            &b,
-            "7",
-            &info("Complete"),
-            &ok,
-            None,
-            None,
-            None,
-            None,
-            None,
-        );
+        // What following the job read: the agent's lines (through the decoder), a fatal
+        // console line, LAVA's error, firstbad's own cancel.
+        let seen =
+            |d: Decoder, fatal: Option<&str>, job_error: Option<&str>, ours: Option<&str>| Seen {
+                decoder: d,
+                fatal: fatal.map(str::to_owned),
+                job_error: job_error.map(str::to_owned),
+                cancelled_by_us: ours.map(str::to_owned),
+                ..Seen::new("tok")
+            };
+        let ok = || decoded(b.release, Ok(result.clone()));
+        let o = seen(ok(), None, None, None).outcome(&b, "7", &info("Complete"));
         assert!(
             matches!(o, BootOutcome::Measured { value, .. } if value == 4.5),
             "{o:?}"
         );
-        // A panic seen on the console wins over anything printed.
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Complete"),
-            &ok,
-            Some("Kernel panic - not syncing: x".into()),
-            None,
-            None,
-            None,
-            None,
-        ));
-        assert!(r.contains("Kernel panic"), "{r}");
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Complete"),
-            &decoded("6.1.0-other", Ok(result)),
-            None,
-            None,
-            None,
-            None,
-            None,
-        ));
-        assert!(r.contains("wrong kernel"), "{r}");
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Complete"),
-            &decoded(b.release, Err("scratch full".into())),
-            None,
-            None,
-            None,
-            None,
-            None,
-        ));
-        assert!(r.contains("workload failed: scratch full"), "{r}");
-        let none = Decoder::new("tok");
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Canceled"),
-            &none,
-            None,
-            None,
-            None,
-            None,
-            None,
-        ));
-        assert!(r.contains("canceled on the farm, not by firstbad"), "{r}");
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Incomplete"),
-            &none,
-            None,
-            Some("Infrastructure: Connection closed".into()),
-            None,
-            None,
-            None,
-        ));
-        assert!(
-            r.contains("ended Incomplete: Infrastructure: Connection closed"),
-            "{r}"
-        );
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Canceled"),
-            &none,
-            None,
-            None,
-            Some("LAVA job 7 did not finish within 60 s".into()),
-            None,
-            None,
-        ));
-        assert!(r.contains("did not finish"), "{r}");
-        let r = reason(host.outcome(
-            &b,
-            "7",
-            &info("Complete"),
-            &none,
-            None,
-            None,
-            None,
-            None,
-            None,
-        ));
-        assert!(r.contains("printed no result"), "{r}");
+        let none = || Decoder::new("tok");
+        for (seen, health, words) in [
+            // A panic seen on the console wins over anything printed.
+            (
+                seen(ok(), Some("Kernel panic - not syncing: x"), None, None),
+                "Complete",
+                "Kernel panic",
+            ),
+            (
+                seen(decoded("6.1.0-other", Ok(result.clone())), None, None, None),
+                "Complete",
+                "wrong kernel",
+            ),
+            (
+                seen(
+                    decoded(b.release, Err("scratch full".into())),
+                    None,
+                    None,
+                    None,
+                ),
+                "Complete",
+                "workload failed: scratch full",
+            ),
+            (
+                seen(none(), None, None, None),
+                "Canceled",
+                "canceled on the farm, not by firstbad",
+            ),
+            (
+                seen(
+                    none(),
+                    None,
+                    Some("Infrastructure: Connection closed"),
+                    None,
+                ),
+                "Incomplete",
+                "ended Incomplete: Infrastructure: Connection closed",
+            ),
+            (
+                seen(
+                    none(),
+                    None,
+                    None,
+                    Some("LAVA job 7 did not finish within 60 s"),
+                ),
+                "Canceled",
+                "did not finish",
+            ),
+            (
+                seen(none(), None, None, None),
+                "Complete",
+                "printed no result",
+            ),
+        ] {
+            let r = reason(seen.outcome(&b, "7", &info(health)));
+            assert!(r.contains(words), "{health}: {r}");
+        }
     }
 
     #[test]
