@@ -83,19 +83,9 @@ fn check_and_run(args: &RunArgs) -> Result<WorkloadResult, String> {
         tracing::warn!("--allow-command: a command workload runs its script");
     }
     workloads::validate(&workload, &limits).and_then(|()| workloads::check_devices(&workload))?;
-    // The same check and message as the server's (server.rs, start_run).
-    let needed = workloads::bytes_needed(&workload);
-    let free = workloads::free_bytes(&scratch)
-        .map_err(|e| format!("scratch {}: statvfs: {e}", scratch.display()))?;
-    if needed > free {
-        return Err(format!(
-            "scratch {} has {} MiB free, but this {} run writes up to {} MiB",
-            scratch.display(),
-            free >> 20,
-            workload.kind(),
-            needed.div_ceil(1 << 20),
-        ));
-    }
+    workloads::check_room(&workload, &scratch).map_err(|e| match e {
+        workloads::NoRoom::Statvfs(m) | workloads::NoRoom::Short(m) => m,
+    })?;
 
     let run_dir = scratch.join(RUN_DIR);
     if run_dir.exists() {

@@ -201,25 +201,10 @@ async fn start_run(
         .and_then(|()| workloads::check_devices(&workload))
         .map_err(|e| AppError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
     let scratch = &state.0.scratch;
-    let needed = workloads::bytes_needed(&workload);
-    let free = workloads::free_bytes(scratch).map_err(|e| {
-        AppError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("scratch {}: statvfs: {e}", scratch.display()),
-        )
+    workloads::check_room(&workload, scratch).map_err(|e| match e {
+        workloads::NoRoom::Statvfs(m) => AppError::new(StatusCode::INTERNAL_SERVER_ERROR, m),
+        workloads::NoRoom::Short(m) => AppError::new(StatusCode::UNPROCESSABLE_ENTITY, m),
     })?;
-    if needed > free {
-        return Err(AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "scratch {} has {} MiB free, but this {} run writes up to {} MiB",
-                scratch.display(),
-                free >> 20,
-                workload.kind(),
-                needed.div_ceil(1 << 20),
-            ),
-        ));
-    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     let id = {

@@ -209,6 +209,33 @@ pub fn bytes_needed(workload: &Workload) -> u64 {
     }
 }
 
+/// Why a workload does not fit the scratch directory.
+#[derive(Debug)]
+pub enum NoRoom {
+    /// The free space could not be read.
+    Statvfs(String),
+    /// It writes more than there is free.
+    Short(String),
+}
+
+/// Checks that `workload` fits in `scratch`: the same check, and message, for the server and
+/// for one-shot runs.
+pub fn check_room(workload: &Workload, scratch: &Path) -> Result<(), NoRoom> {
+    let needed = bytes_needed(workload);
+    let free = free_bytes(scratch)
+        .map_err(|e| NoRoom::Statvfs(format!("scratch {}: statvfs: {e}", scratch.display())))?;
+    if needed > free {
+        return Err(NoRoom::Short(format!(
+            "scratch {} has {} MiB free, but this {} run writes up to {} MiB",
+            scratch.display(),
+            free >> 20,
+            workload.kind(),
+            needed.div_ceil(1 << 20),
+        )));
+    }
+    Ok(())
+}
+
 /// Runs `workload` in a fresh directory `run_dir` (inside scratch), which is removed afterwards
 /// whether the workload finished, failed, was cancelled or panicked.
 ///
