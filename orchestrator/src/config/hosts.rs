@@ -263,12 +263,17 @@ fn lava(v: &Validator, i: usize, h: &RawHost) -> Result<LavaConfig, ConfigError>
             "is missing: give the LAVA server's URL, e.g. \"http://lava.example.org\"",
         )
     })?;
-    if !(server.starts_with("http://") || server.starts_with("https://")) {
-        return Err(v.field(
-            &at("server"),
-            format!("{} is not an http:// or https:// URL", snippet(server)),
-        ));
-    }
+    let http_url = |field: &str, u: &str| {
+        if u.starts_with("http://") || u.starts_with("https://") {
+            Ok(u.trim_end_matches('/').to_owned())
+        } else {
+            Err(v.field(
+                &at(field),
+                format!("{} is not an http:// or https:// URL", snippet(u)),
+            ))
+        }
+    };
+    let server = http_url("server", server)?;
     let token = match (&h.token_file, &h.token_env) {
         (Some(_), Some(_)) => {
             return Err(v.field(
@@ -315,20 +320,13 @@ fn lava(v: &Validator, i: usize, h: &RawHost) -> Result<LavaConfig, ConfigError>
             format!("{} is not a LAVA tag name", snippet(t)),
         ));
     }
-    let images_url = match &h.images_url {
-        Some(u) if u.starts_with("http://") || u.starts_with("https://") => {
-            Some(u.trim_end_matches('/').to_owned())
-        }
-        Some(u) => {
-            return Err(v.field(
-                &at("images_url"),
-                format!("{} is not an http:// or https:// URL", snippet(u)),
-            ))
-        }
-        None => None,
-    };
+    let images_url = h
+        .images_url
+        .as_deref()
+        .map(|u| http_url("images_url", u))
+        .transpose()?;
     Ok(LavaConfig {
-        server: server.trim_end_matches('/').to_owned(),
+        server,
         token,
         device_type,
         tags,

@@ -116,6 +116,13 @@ impl KernelHost {
     }
 }
 
+impl KernelHost {
+    /// The farm, when the host is one.
+    pub fn farm(&self) -> Option<&Arc<crate::hosts::lava::LavaHost>> {
+        self.farm.as_ref()
+    }
+}
+
 impl super::TestHost for KernelHost {
     fn name(&self) -> &str {
         &self.name

@@ -235,18 +235,7 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                                 short(&commit)
                             )));
                         };
-                        // A farm job an earlier run left for this commit on this host is
-                        // taken up again under its boot number (the host re-attaches to it).
-                        let boot = state
-                            .farm_jobs
-                            .iter()
-                            .find(|((c, b), r)| {
-                                *c == commit
-                                    && r.host == host
-                                    && !state.running.iter().any(|x| matches!(x, crate::hunt::state::Running::Boot { commit: rc, boot: rb, .. } if rc == c && rb == b))
-                            })
-                            .map(|((_, b), _)| *b)
-                            .unwrap_or_else(|| state.next_boot_number(&commit));
+                        let boot = state.boot_number_on(&commit, &host);
                         record(
                             journal,
                             state,

@@ -26,6 +26,7 @@ use crate::config::Build;
 use crate::config::{ClassifyMode, Direction, HuntConfig};
 use crate::error::exit_code;
 use crate::exec::kernel::{KernelBuilder, KernelHost, Kernels};
+use crate::exec::TestHost as _;
 use crate::hosts::{Host, HostError};
 use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal, JournalError};
 use crate::prebuilt;
@@ -353,14 +354,6 @@ async fn engine(
     }
 
     let (builder, hosts) = prepare(cfg, state_dir, &state.retired, kernels).await?;
-    let capacity: BTreeMap<String, usize> = hosts
-        .iter()
-        .map(|h| (h.name().to_owned(), h.capacity()))
-        .collect();
-    let farms: BTreeMap<String, Arc<crate::hosts::lava::LavaHost>> = hosts
-        .iter()
-        .filter_map(|h| Some((h.name().to_owned(), Arc::clone(h.farm()?))))
-        .collect();
     let hosts: Vec<Arc<KernelHost>> = hosts
         .into_iter()
         .map(|h| Arc::new(KernelHost::new(h, &cfg.workload)))
@@ -381,7 +374,10 @@ async fn engine(
             .iter()
             .map(|h| Slot {
                 name: h.name.clone(),
-                capacity: capacity.get(&h.name).copied().unwrap_or(1),
+                capacity: hosts
+                    .iter()
+                    .find(|k| k.name() == h.name)
+                    .map_or(1, |k| k.capacity()),
             })
             .collect(),
         build_ahead: build_ahead(cfg),
@@ -402,7 +398,11 @@ async fn engine(
     .await?;
     // Farm jobs an interrupted run left that this run did not take up: nobody reads them.
     for record in state.farm_jobs.values() {
-        if let Some(farm) = farms.get(&record.host) {
+        if let Some(farm) = hosts
+            .iter()
+            .find(|k| k.name() == record.host)
+            .and_then(|k| k.farm())
+        {
             farm.cancel_left_over(record).await;
         }
     }

@@ -435,6 +435,23 @@ impl HuntState {
             })
     }
 
+    /// The number of the next boot of `commit` on `host`: the number of a farm job an earlier
+    /// run journalled for it there and nobody runs now (the host re-attaches to that job),
+    /// else [`HuntState::next_boot_number`].
+    pub fn boot_number_on(&self, commit: &str, host: &str) -> u32 {
+        self.farm_jobs
+            .iter()
+            .find(|((c, b), r)| {
+                c == commit
+                    && r.host == host
+                    && !self.running.iter().any(|x| {
+                        matches!(x, Running::Boot { commit: rc, boot: rb, .. } if rc == c && rb == b)
+                    })
+            })
+            .map(|((_, b), _)| *b)
+            .unwrap_or_else(|| self.next_boot_number(commit))
+    }
+
     /// The number the next boot of `commit` gets: one past the highest boot finished or
     /// running, so that boots finishing out of order (several hosts) never share a number, and
     /// a boot cut by `kill -9` is redone under its own number.
