@@ -102,8 +102,8 @@ fn exported_demo_kernels_then_the_source_between_them_in_one_journal_across_a_ki
     )
     .unwrap();
 
-    // Kill the run once the source stage has measured a boot.
-    kill_9_when(&["run".as_ref(), hunt.as_os_str()], || {
+    // Kill the run once the source stage has measured a boot, 3 s into the step after it.
+    kill_9_when(&["run".as_ref(), hunt.as_os_str()], INTO_STEP, || {
         state.join("journal.sqlite").exists()
             && staged_events(&state)
                 .iter()

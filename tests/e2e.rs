@@ -45,7 +45,7 @@ fn kill_9_run_when(
     state: &Path,
     when: impl Fn(&[(String, Option<String>, serde_json::Value)]) -> bool,
 ) -> Vec<(String, Option<String>, serde_json::Value)> {
-    kill_9_when(&["run".as_ref(), hunt.as_os_str()], || {
+    kill_9_when(&["run".as_ref(), hunt.as_os_str()], INTO_STEP, || {
         state.join("journal.sqlite").exists() && when(&journal_events(state))
     });
     journal_events(state)

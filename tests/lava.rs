@@ -302,56 +302,146 @@ fn restart_lava_server(down_for: Duration) {
     assert!(out.status.success(), "install-lava restarted gunicorn");
 }
 
+/// What `pgrep -f` finds job `id`'s qemu by: LAVA runs it on the images it deployed into the
+/// dispatcher's tmp directory of that job (docs/lava.md, "The resulting qemu command").
+fn qemu_of(id: &str) -> String {
+    format!("qemu-system.*/var/lib/lava/dispatcher/tmp/{id}/")
+}
+
+/// Whether a process whose command line matches `pattern` runs on this machine.
+fn running(pattern: &str) -> bool {
+    Command::new("pgrep")
+        .args(["-f", pattern])
+        .stdout(Stdio::null())
+        .status()
+        .expect("pgrep runs (apt install procps)")
+        .success()
+}
+
+/// Sets `device`'s health through LAVA's REST API, as a person in its web UI does.
+fn set_health(device: &str, health: &str, reason: &str) {
+    let said = api(
+        "POST",
+        &format!("devices/{device}/set_health/"),
+        Some(&serde_json::json!({ "health": health, "reason": reason }).to_string()),
+    );
+    assert_eq!(said["message"], "OK", "{device} to {health}: {said}");
+}
+
+/// Job `id` once LAVA has finished it.
+fn finished_job(id: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let job = api("GET", &format!("jobs/{id}/"), None);
+        if job["state"] == "Finished" {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "job {id} did not end: {job}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// The reason a lost board's device is put in Maintenance with.
+const BOARD_LOST: &str = "firstbad test: board lost";
+
 /// Takes the device of a running job of this hunt offline the way a lab does when a board
 /// dies: LAVA's health set to Maintenance (no more jobs for it), and its qemu killed (the
 /// board gone). Returns the device and the job.
-fn take_a_device_offline() -> (String, String) {
+///
+/// A short job lasts ~11 s from its submission, so the one seen Running may end before its
+/// qemu can be killed (CI once found job 12's qemu already gone): such a job is left to end
+/// as it would have, its device is given back, and the next Running job is taken instead.
+fn take_a_device_offline(hunt: &mut std::process::Child) -> (String, String) {
     let deadline = Instant::now() + Duration::from_secs(600);
-    let job = loop {
-        assert!(Instant::now() < deadline, "no job of the hunt ran");
-        let running = jobs_with("firstbad farm ").into_iter().find(|j| {
+    // Jobs that ended before their qemu could be killed.
+    let mut missed: Vec<String> = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no job of the hunt could be killed while its qemu ran, in 600 s (jobs that \
+             ended first: {missed:?})"
+        );
+        if let Some(status) = hunt.try_wait().unwrap() {
+            panic!(
+                "the hunt ended ({status}) before a device could be taken offline (jobs that \
+                 ended first: {missed:?})"
+            );
+        }
+        let running_job = jobs_with("firstbad farm ").into_iter().find(|j| {
             j["state"] == "Running"
                 && j["actual_device"].is_string()
                 && j["description"]
                     .as_str()
                     .is_some_and(|d| d.starts_with("firstbad farm "))
+                && !missed.contains(&j["id"].to_string())
         });
-        if let Some(j) = running {
-            break j;
+        let Some(job) = running_job else {
+            std::thread::sleep(Duration::from_millis(300));
+            continue;
+        };
+        let id = job["id"].as_i64().unwrap().to_string();
+        let device = job["actual_device"].as_str().unwrap().to_owned();
+        if lose_the_board(&id, &device, deadline) {
+            return (device, id);
         }
-        std::thread::sleep(Duration::from_millis(300));
-    };
-    let id = job["id"].as_i64().unwrap().to_string();
-    let device = job["actual_device"].as_str().unwrap().to_owned();
-    // Let it boot into the workload.
-    std::thread::sleep(Duration::from_secs(2));
-    let said = api(
-        "POST",
-        &format!("devices/{device}/set_health/"),
-        Some(r#"{"health":"MAINTENANCE","reason":"firstbad test: board lost"}"#),
-    );
-    assert_eq!(said["message"], "OK", "{said}");
-    // The job's qemu runs from the dispatcher's tmp directory of that job.
-    let pattern = format!("/var/lib/lava/dispatcher/tmp/{id}/");
-    let killed = Command::new("pkill")
-        .args(["-KILL", "-f", &pattern])
+        missed.push(id);
+    }
+}
+
+/// Puts `device` in Maintenance and kills the qemu of job `id` on it once that qemu runs; the
+/// job must then end Incomplete, and the device stays in Maintenance. False when the job ended
+/// first, the device left as it was or put back to Good: the job stopped running before its
+/// qemu was seen, its qemu exited before the kill, or the kill came after its result was in
+/// (the job ends Complete, as it would have anyway).
+fn lose_the_board(id: &str, device: &str, deadline: Instant) -> bool {
+    let qemu = qemu_of(id);
+    // LAVA deploys the images first, then starts qemu: wait for the board to be up, for as
+    // long as the job runs.
+    let mut asked = Instant::now();
+    while !running(&qemu) {
+        assert!(
+            Instant::now() < deadline,
+            "job {id}'s qemu on {device} never ran"
+        );
+        if asked.elapsed() >= Duration::from_secs(1) {
+            if api("GET", &format!("jobs/{id}/"), None)["state"] != "Running" {
+                return false;
+            }
+            asked = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    set_health(device, "MAINTENANCE", BOARD_LOST);
+    let pkill = Command::new("pkill")
+        .args(["-KILL", "-f", &qemu])
         .status()
         .unwrap();
-    assert!(killed.success(), "job {id}'s qemu on {device} was killed");
-    // LAVA ends the job Incomplete and marks the device's health Unknown, which gives it jobs
-    // again: the lab keeps it in Maintenance once the job has ended.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while api("GET", &format!("jobs/{id}/"), None)["state"] != "Finished" {
-        assert!(Instant::now() < deadline, "job {id} did not end");
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    let said = api(
-        "POST",
-        &format!("devices/{device}/set_health/"),
-        Some(r#"{"health":"MAINTENANCE","reason":"firstbad test: board lost"}"#),
+    // pkill says 1 when nothing matched: the qemu exited since pgrep saw it.
+    assert!(
+        matches!(pkill.code(), Some(0 | 1)),
+        "pkill -KILL -f {qemu}: {pkill}"
     );
-    assert_eq!(said["message"], "OK", "{said}");
-    (device, id)
+    let killed = pkill.success().then(|| finished_job(id));
+    match killed {
+        Some(job) if job["health"] != "Complete" => {
+            assert_eq!(
+                job["health"], "Incomplete",
+                "job {id} after its qemu on {device} was killed: {job}"
+            );
+            // LAVA ends the job Incomplete and marks the device's health Unknown, which gives
+            // it jobs again: the lab keeps it in Maintenance once the job has ended.
+            set_health(device, "MAINTENANCE", BOARD_LOST);
+            true
+        }
+        _ => {
+            set_health(
+                device,
+                "GOOD",
+                "firstbad test: the job ended before its board was lost",
+            );
+            false
+        }
+    }
 }
 
 /// The demo hunt through LAVA to the demo's culprit, with two jobs in flight on two devices,
@@ -369,8 +459,9 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
     let state = dir.path().join("state");
     let started = Instant::now();
 
-    // kill -9 with a submitted job in flight, once the baselines are under way.
-    kill_9_when(&["run".as_ref(), hunt.as_os_str()], || {
+    // kill -9 with a submitted job in flight, once the baselines are under way: at once, as
+    // the job runs on the farm, not in firstbad, and lasts some 11 s from its submission.
+    kill_9_when(&["run".as_ref(), hunt.as_os_str()], Duration::ZERO, || {
         state.join("journal.sqlite").exists() && {
             let e = journal_events(&state);
             e.iter().filter(|(k, _, _)| k == "boot-finished").count() >= 4
@@ -402,7 +493,7 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
 
     // The rerun, with the server restarted and a device lost on the way.
     let log = dir.path().join("rerun.log");
-    let child = firstbad()
+    let mut child = firstbad()
         .arg("run")
         .arg(&hunt)
         .stdout(Stdio::piped())
@@ -425,7 +516,7 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
     wait_boots(done_before.len() + in_flight.len() + 2);
     restart_lava_server(Duration::from_secs(15));
     wait_boots(boots_now() + 3);
-    let (lost_device, lost_job) = take_a_device_offline();
+    let (lost_device, lost_job) = take_a_device_offline(&mut child);
     // Jobs submitted from here on can only go to the other device.
     let offline_from = jobs_with("firstbad farm ")
         .first()

@@ -273,7 +273,7 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     // Night 3: killed with kill -9 in the middle of its boots, then resumed.
     git(&upstream, &["update-ref", "refs/heads/nightly", &heads[2]]);
     let night_dir = dir.path().join("state/nights/0003");
-    kill_9_when(&["watch".as_ref(), series.as_os_str()], || {
+    kill_9_when(&["watch".as_ref(), series.as_os_str()], INTO_STEP, || {
         night_dir.join("journal.sqlite").exists()
             && journal_events(&night_dir)
                 .iter()

@@ -139,8 +139,8 @@ async fn one_run_at_a_time_and_cancel_cleans_up() {
         "{why}"
     );
 
-    // Let the workload create its files before cancelling.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Cancel once the workload has created its files.
+    agent.wait_for_run_files(Duration::from_secs(10)).await;
     let cancel = agent
         .http
         .post(agent.url(&format!("/v1/runs/{}/cancel", started.id)))

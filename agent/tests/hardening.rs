@@ -7,6 +7,8 @@ use firstbad_wire::ApiError;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// fio reads a job file with `fgets(buf, 8192, f)`: 8191 bytes at most per read.
@@ -234,8 +236,9 @@ enum Held {
 }
 
 /// Opens a connection to `addr` and holds it until `until`: idle (sends nothing) or slow
-/// (starts a request, then sends one header byte every 200 ms, never finishing).
-async fn hold(addr: &str, slow: bool, until: Instant) -> Held {
+/// (starts a request, then sends one header byte every 200 ms, never finishing). Counts the
+/// connection in `holding` once it is open (and, if slow, its request started).
+async fn hold(addr: &str, slow: bool, until: Instant, holding: &AtomicUsize) -> Held {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let opened = Instant::now();
     let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
@@ -249,6 +252,7 @@ async fn hold(addr: &str, slow: bool, until: Instant) -> Held {
     {
         return Held::ClosedAfter(opened.elapsed());
     }
+    holding.fetch_add(1, Ordering::SeqCst);
     let mut buf = [0u8; 1024];
     loop {
         let tick = tokio::time::sleep(Duration::from_millis(200));
@@ -271,16 +275,34 @@ async fn hold(addr: &str, slow: bool, until: Instant) -> Held {
 }
 
 /// Like [`hold`], reopening the connection 200 ms after the agent closes it, until `until`.
-async fn keep_holding(addr: String, slow: bool, until: Instant) -> usize {
+async fn keep_holding(
+    addr: String,
+    slow: bool,
+    until: Instant,
+    holding: Arc<AtomicUsize>,
+) -> usize {
     let mut closed = 0;
     while Instant::now() < until {
-        match hold(&addr, slow, until).await {
+        match hold(&addr, slow, until, &holding).await {
             Held::StillOpen => break,
             Held::ClosedAfter(_) | Held::Refused => closed += 1,
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     closed
+}
+
+/// Waits until attackers have opened `n` connections; fails the test after 5 s.
+async fn attackers_hold(holding: &AtomicUsize, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while holding.load(Ordering::SeqCst) < n {
+        assert!(
+            Instant::now() < deadline,
+            "the attackers opened {} of {n} connections in 5 s",
+            holding.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Authenticated `GET /v1/identity` calls, one every 250 ms until `until`, each on a fresh
@@ -319,13 +341,16 @@ async fn slow_and_idle_connections_are_timed_out_before_authentication() {
     let addr = agent.base.trim_start_matches("http://").to_owned();
     let t0 = Instant::now();
     let until = t0 + Duration::from_secs(8);
+    let holding = Arc::new(AtomicUsize::new(0));
     let attackers: Vec<_> = (0..200)
         .map(|i| {
             let addr = addr.clone();
-            tokio::spawn(async move { hold(&addr, i % 2 == 0, until).await })
+            let holding = holding.clone();
+            tokio::spawn(async move { hold(&addr, i % 2 == 0, until, &holding).await })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The token holder calls while all 200 connections are held.
+    attackers_hold(&holding, 200).await;
     let (fresh, kept) = tokio::join!(
         token_holder_latency(&agent, true, until),
         token_holder_latency(&agent, false, until)
@@ -356,10 +381,20 @@ async fn connections_past_the_descriptor_limit_do_not_lock_out_the_token_holder(
     let agent = Agent::start_wrapped(&["prlimit", "--nofile=64:64"], &[]);
     let addr = agent.base.trim_start_matches("http://").to_owned();
     let until = Instant::now() + Duration::from_secs(6);
+    let holding = Arc::new(AtomicUsize::new(0));
     let attackers: Vec<_> = (0..200)
-        .map(|i| tokio::spawn(keep_holding(addr.clone(), i % 2 == 0, until)))
+        .map(|i| {
+            tokio::spawn(keep_holding(
+                addr.clone(),
+                i % 2 == 0,
+                until,
+                holding.clone(),
+            ))
+        })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The token holder calls once the attackers hold more connections than the agent has
+    // descriptors: 100, which connect even where the kernel's backlog holds only 128.
+    attackers_hold(&holding, 100).await;
     let (fresh, kept) = tokio::join!(
         token_holder_latency(&agent, true, until),
         token_holder_latency(&agent, false, until)

@@ -403,7 +403,8 @@ async fn a_cancelled_threads_run_cleans_up() {
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     let started: RunStarted = resp.json().await.expect("RunStarted");
     assert_eq!(agent.post_run(long).await.status(), StatusCode::CONFLICT);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Cancel once the threads have created their files.
+    agent.wait_for_run_files(Duration::from_secs(10)).await;
     let status: RunStatus = agent
         .http
         .post(format!("{}/v1/runs/{}/cancel", agent.base, started.id))

@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -378,10 +378,18 @@ fn a_command_past_its_deadline_is_cut() {
 }
 
 /// A TCP proxy that can be frozen: it stops forwarding and keeps both sockets open, as a
-/// pulled cable or a hung host does (no FIN, no RST ever arrives).
+/// pulled cable or a hung host does (no FIN, no RST ever arrives). It freezes itself once
+/// `freeze_at` bytes have gone from the clients to the server, before forwarding the bytes
+/// that reach it; thawed, it forwards what it held and passes each side's close on.
 struct FreezableProxy {
     port: u16,
     frozen: Arc<AtomicBool>,
+    /// Bytes forwarded from the clients to the server so far.
+    upstream: Arc<AtomicU64>,
+    /// Where `upstream` freezes the proxy (`u64::MAX`: never); disarmed when it does.
+    freeze_at: Arc<AtomicU64>,
+    /// Directions (two a connection) whose forwarding has ended: both sides closed them.
+    ended: Arc<AtomicUsize>,
 }
 
 impl FreezableProxy {
@@ -389,16 +397,28 @@ impl FreezableProxy {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let frozen = Arc::new(AtomicBool::new(false));
-        let f = frozen.clone();
+        let upstream = Arc::new(AtomicU64::new(0));
+        let freeze_at = Arc::new(AtomicU64::new(u64::MAX));
+        let ended = Arc::new(AtomicUsize::new(0));
+        let (f, up, at, done) = (
+            frozen.clone(),
+            upstream.clone(),
+            freeze_at.clone(),
+            ended.clone(),
+        );
         std::thread::spawn(move || {
             for client in l.incoming() {
                 let Ok(client) = client else { return };
                 let server = TcpStream::connect(("127.0.0.1", to)).unwrap();
-                for (mut a, mut b) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
+                for (mut a, mut b, to_server) in [
+                    (
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        true,
+                    ),
+                    (server, client, false),
                 ] {
-                    let f = f.clone();
+                    let (f, up, at, done) = (f.clone(), up.clone(), at.clone(), done.clone());
                     std::thread::spawn(move || {
                         let mut buf = [0u8; 16 * 1024];
                         loop {
@@ -406,6 +426,13 @@ impl FreezableProxy {
                                 Ok(0) | Err(_) => break,
                                 Ok(n) => n,
                             };
+                            if to_server {
+                                let total = up.fetch_add(n as u64, Ordering::SeqCst) + n as u64;
+                                if total >= at.load(Ordering::SeqCst) {
+                                    at.store(u64::MAX, Ordering::SeqCst);
+                                    f.store(true, Ordering::SeqCst);
+                                }
+                            }
                             while f.load(Ordering::SeqCst) {
                                 // Frozen: hold the bytes and the sockets, forever.
                                 std::thread::sleep(Duration::from_millis(100));
@@ -418,11 +445,20 @@ impl FreezableProxy {
                         while f.load(Ordering::SeqCst) {
                             std::thread::sleep(Duration::from_millis(100));
                         }
+                        // Then pass the close on, as the network does once it is back.
+                        let _ = b.shutdown(std::net::Shutdown::Write);
+                        done.fetch_add(1, Ordering::SeqCst);
                     });
                 }
             }
         });
-        FreezableProxy { port, frozen }
+        FreezableProxy {
+            port,
+            frozen,
+            upstream,
+            freeze_at,
+            ended,
+        }
     }
 }
 
@@ -453,29 +489,46 @@ fn the_network_cut_during_upload_ends_at_the_deadline() {
         t.host_key = HostKeyCheck::KnownHosts(kh);
         let c = Conn::connect(&t, Duration::from_secs(10)).await.unwrap();
         let counter = c.in_flight_counter();
-        let frozen = proxy.frozen.clone();
-        // Cut the network 300 ms into a 64 MB upload (which takes seconds on loopback).
-        let cutter = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            frozen.store(true, Ordering::SeqCst);
-        });
+        // Cut the network 4 MB into a 64 MB upload, however fast the machine uploads.
+        proxy.freeze_at.store(
+            proxy.upstream.load(Ordering::SeqCst) + (4 << 20),
+            Ordering::SeqCst,
+        );
         let remote = sshd.path("big").display().to_string();
         let started = Instant::now();
         let r = c
             .upload_bytes(vec![7u8; 64 << 20], &remote, 0o600, Duration::from_secs(4))
             .await;
         let took = started.elapsed();
-        cutter.await.unwrap();
+        assert!(
+            proxy.frozen.load(Ordering::SeqCst),
+            "the network was not cut"
+        );
         let e = r.expect_err("an upload through a cut network cannot succeed");
         assert!(matches!(e, SshError::Deadline { .. }), "{e}");
         assert!(took < Duration::from_secs(6), "took {took:?}");
         let back = threads_come_back(&counter, Duration::from_secs(5));
         eprintln!("upload cut: returned after {took:?}; libssh2 thread back {back:?} later");
-        // The network returns; a new connection works and the half file is visible as such.
+        // The network returns: the held bytes reach sshd, then the close firstbad made at its
+        // deadline, which ends the upload's command there (sshd closes cat's stdin). Wait for
+        // both before looking for the file: until then a half file could still be renamed.
         proxy.frozen.store(false, Ordering::SeqCst);
+        let cut = Instant::now();
+        while proxy.ended.load(Ordering::SeqCst) < 2 || running(&remote) {
+            assert!(
+                cut.elapsed() < Duration::from_secs(10),
+                "the cut connection or its upload still runs on the machine {:?} after the \
+                 network returned",
+                cut.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        eprintln!(
+            "the cut connection and its upload ended on the machine {:?} after the network returned",
+            cut.elapsed()
+        );
+        // A new connection works, and the half file is visible as such.
         let c2 = Conn::connect(&t, Duration::from_secs(10)).await.unwrap();
-        // Give the old connection's held bytes time to drain into sshd after the thaw.
-        tokio::time::sleep(Duration::from_millis(500)).await;
         let present = c2
             .check(
                 &format!("[ -e {remote} ] && echo present || echo absent"),
@@ -981,11 +1034,17 @@ impl LabVm {
             ),
         )
         .unwrap();
-        // The stand-in for IPMI: power off (kill qemu), power on (start it again).
+        // The stand-in for IPMI: power off (kill qemu), power on (start it again) once the old
+        // qemu has exited: until then it holds the disk image's lock and the forwarded ports,
+        // and the new one would fail to start. Bounded at 30 s; a zombie has let go of both.
         std::fs::write(
             d.join("power-cycle.sh"),
             format!(
-                "#!/bin/sh\necho cycled >> {d}/power-cycles\nkill -9 $(cat {d}/qemu.pid) 2>/dev/null\nsleep 0.5\nexec sh {d}/vm-start.sh\n",
+                "#!/bin/sh\necho cycled >> {d}/power-cycles\nold=$(cat {d}/qemu.pid 2>/dev/null)\n\
+                 if [ -n \"$old\" ]; then\n  kill -9 \"$old\" 2>/dev/null\n  \
+                 for _ in $(seq 300); do\n    \
+                 grep -qs '^State:[[:space:]]*[^ZX]' /proc/\"$old\"/status || break\n    \
+                 sleep 0.1\n  done\nfi\nexec sh {d}/vm-start.sh\n",
                 d = d.display()
             ),
         )
@@ -1407,6 +1466,19 @@ fn the_vm_killed_mid_workload_then_recovery_then_a_wrong_agent_token() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // It answers before the boot asks it.
+    let listening = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            impostor.try_wait().unwrap().is_none(),
+            "the impostor agent exited"
+        );
+        assert!(
+            listening.elapsed() < Duration::from_secs(10),
+            "the impostor agent did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let mut cfg = vm.config();
     cfg.agent_url = format!("http://127.0.0.1:{port}");
     let mut host = SshHost::new("lab1", &cfg, agent(), &vm.path("work"));

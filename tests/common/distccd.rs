@@ -42,8 +42,11 @@ impl Daemon {
             let mut d = Daemon { child, port, log };
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
+                // distccd logs "listening on" between bind(2) and listen(2): a compile sent
+                // in between would be refused and run locally.
                 if d.log_text()
                     .contains(&format!("listening on 127.0.0.1:{port}"))
+                    && listening(port)
                 {
                     return d;
                 }
@@ -97,6 +100,21 @@ impl Drop for Daemon {
         }
         self.child.wait().ok();
     }
+}
+
+/// Whether a socket listens on 127.0.0.1:`port`, from /proc/net/tcp (no connection is made,
+/// so none lands in a daemon's log).
+fn listening(port: u16) -> bool {
+    // "sl local_address rem_address st ...": 127.0.0.1 and the port in hex, LISTEN is 0A.
+    let local = format!("0100007F:{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|l| {
+            let mut fields = l.split_whitespace();
+            fields.nth(1) == Some(local.as_str()) && fields.nth(1) == Some("0A")
+        })
 }
 
 /// A TCP port nobody listens on right now.

@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -146,9 +147,17 @@ pub fn journal_file_events(db: &Path) -> Vec<(String, Option<String>, serde_json
     rows
 }
 
+/// How far into the step under way [`kill_9_when`] kills firstbad when the step runs in
+/// firstbad itself (a build, a qemu boot): past the journal's write of its start, before its
+/// end (TCG takes ~6 s to a healthy agent, then the workload runs).
+pub const INTO_STEP: Duration = Duration::from_secs(3);
+
 /// Spawns `firstbad <args>`, waits (at most an hour) until `ready` says so, lets the step under
-/// way run 3 s more, and kills it with SIGKILL. Checks that no VM outlived it.
-pub fn kill_9_when(args: &[&std::ffi::OsStr], ready: impl Fn() -> bool) {
+/// way run `into_step` more, and kills it with SIGKILL. Checks that no VM outlived it.
+///
+/// firstbad must still run at the kill: one that ended first fails the test here, naming it,
+/// instead of handing the caller a journal that no kill cut.
+pub fn kill_9_when(args: &[&std::ffi::OsStr], into_step: Duration, ready: impl Fn() -> bool) {
     let log = tempfile::NamedTempFile::new().unwrap();
     let mut child = firstbad()
         .args(args)
@@ -156,42 +165,77 @@ pub fn kill_9_when(args: &[&std::ffi::OsStr], ready: impl Fn() -> bool) {
         .stderr(log.reopen().unwrap())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3600);
-    loop {
+    let ended_first = |child: &mut std::process::Child| {
         if let Some(status) = child.try_wait().unwrap() {
             let said = std::fs::read_to_string(log.path()).unwrap_or_default();
             panic!("firstbad {args:?} ended ({status}) before it could be killed:\n{said}");
         }
+    };
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        ended_first(&mut child);
         if ready() {
             break;
         }
         assert!(
-            std::time::Instant::now() < deadline,
+            Instant::now() < deadline,
             "the moment to kill firstbad {args:?} did not come within an hour"
         );
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(300));
     }
-    std::thread::sleep(std::time::Duration::from_secs(3)); // into the step
-    let pid = child.id();
+    let kill_at = Instant::now() + into_step;
+    while Instant::now() < kill_at {
+        ended_first(&mut child);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ended_first(&mut child);
+    let vms = qemu_children(child.id());
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    assert_eq!(qemu_children(pid), 0, "a VM outlived a killed firstbad");
+    // Each VM gets SIGKILL as firstbad dies (PR_SET_PDEATHSIG) and is gone once it has exited.
+    // It is no longer firstbad's child by then (the kernel hands orphans to a reaper), so the
+    // VMs are the ones it had at the kill.
+    let gone = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<u32> = vms.iter().copied().filter(|&pid| alive(pid)).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < gone,
+            "a VM outlived a killed firstbad by 10 s: qemu {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
-pub fn qemu_children(pid: u32) -> usize {
-    // qemu dies with firstbad (PR_SET_PDEATHSIG); count qemu processes whose parent was it.
+/// The qemu processes whose parent is `pid`.
+pub fn qemu_children(pid: u32) -> Vec<u32> {
     let out = Command::new("ps")
-        .args(["-eo", "ppid=,comm="])
+        .args(["-eo", "pid=,ppid=,comm="])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| {
+        .filter_map(|l| {
             let mut it = l.split_whitespace();
-            it.next() == Some(&pid.to_string()) && it.next().is_some_and(|c| c.starts_with("qemu"))
+            let child = it.next()?.parse().ok()?;
+            (it.next() == Some(&pid.to_string()) && it.next()?.starts_with("qemu")).then_some(child)
         })
-        .count()
+        .collect()
+}
+
+/// Whether process `pid` still runs: it exists and is not a zombie (an exited process
+/// holds nothing but its entry until it is reaped).
+pub fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": the state follows the last ')', as comm may hold anything.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X") | None)
 }
 
 /// With `FIRSTBAD_E2E_KEEP` set, keeps a hunt test's directory (journal, consoles) for a

@@ -178,6 +178,29 @@ impl Agent {
         r
     }
 
+    /// Waits until a run has made a file in its run directory under scratch (so that a cancel
+    /// has something to clean up); fails the test past `timeout`.
+    pub async fn wait_for_run_files(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let made = std::fs::read_dir(self.scratch.path())
+                .expect("read scratch")
+                .flatten()
+                .any(|run| {
+                    std::fs::read_dir(run.path()).is_ok_and(|mut files| files.next().is_some())
+                });
+            if made {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no run made a file in {timeout:?}: {:?}",
+                self.scratch_entries()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// The names in the scratch directory.
     pub fn scratch_entries(&self) -> Vec<String> {
         std::fs::read_dir(self.scratch.path())
