@@ -187,7 +187,13 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         .iter()
         .find(|(k, _, _)| k == "baselines-confirmed")
         .expect("baselines confirmed");
-    assert_eq!(confirmed.2["boots"], 8, "{:?}", confirmed.2);
+    // At the first look (5 boots a side) when every boot of bad is above every boot of good;
+    // at 8 when a stray boot of the host mixed them.
+    assert!(
+        matches!(confirmed.2["boots"].as_u64(), Some(5 | 8)),
+        "{:?}",
+        confirmed.2
+    );
     assert!(
         events
             .iter()
@@ -199,11 +205,15 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         .find(|(k, _, _)| k == "confirmation")
         .expect("the culprit was re-tested against its parent");
     assert_eq!(confirmation.2["confirmed"], true, "{:?}", confirmation.2);
-    assert!(
-        confirmation.2["confidence"].as_f64().unwrap() >= 0.95,
-        "{:?}",
-        confirmation.2
-    );
+    // A one-step regression states its probability (issue 38: CI once saw `confirmed: true`
+    // with no confidence, and the unwrap here lost the summary that said why).
+    let confidence = confirmation.2["confidence"].as_f64().unwrap_or_else(|| {
+        panic!(
+            "the confirmation states no probability: {}",
+            confirmation.2["summary"]
+        )
+    });
+    assert!(confidence >= 0.95, "{:?}", confirmation.2);
     assert!(stdout.contains("confirmed: re-test of"), "{stdout}");
     // And how much of the regression the culprit's step is.
     assert!(

@@ -141,7 +141,7 @@ enum Command {
         /// Only these effects Δ/σ, e.g. `--d 1,2`.
         #[arg(long, value_delimiter = ',')]
         d: Vec<f64>,
-        /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed.
+        /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst.
         #[arg(long, value_delimiter = ',')]
         noise: Vec<String>,
         /// Only these history shapes: one, none, two.

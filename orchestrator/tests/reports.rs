@@ -519,7 +519,7 @@ fn status_of_a_finished_hunt_and_of_one_in_flight() {
     assert!(s.contains("now: boot "), "{s}");
     assert!(s.contains("host qemu0: running boot"), "{s}");
     assert!(
-        s.contains("baselines: good 3 boots, bad 3 boots (next look at 8 each)"),
+        s.contains("baselines: good 3 boots, bad 3 boots (next look at 5 each)"),
         "{s}"
     );
     assert!(s.contains("expected 1..30 boots"), "{s}");

@@ -82,34 +82,36 @@ fn averaging_git_bisect_given_firstbad_runs_boots_is_less_accurate() {
 
 /// The confirmation says when the culprit is only part of the regression. With two culprits
 /// (half the effect each) it must say so far more often than it raises a false alarm on a
-/// right answer with one culprit. At Δ/σ = 2, so that each half (10%) is twice the hunt's
-/// `min_effect` (5%): at Δ/σ = 1 a half is the floor itself, "not worth a hunt" by the hunt
-/// file's own definition, and the product's loop flags 11% of them (the simulator's old copy
-/// used a floor of 2% and flagged 22.6%).
+/// right answer with one culprit. The re-test reads the parent's and the culprit's levels
+/// against good and bad boots of the same rounds, at 99% (issue 38: levels from every boot,
+/// against the baselines' centres and a modelled host move, read a wandering host as a second
+/// step in the demo hunt). At Δ/σ = 4 each half (20%) is four times the hunt's `min_effect`
+/// and the re-test's rounds resolve it; at Δ/σ = 2 they do not (here 1.0% false alarms against
+/// 5.7% found; the old reading from every boot: 4.1% against 34.1%), which issue 31 takes up.
 #[test]
 fn firstbad_run_says_when_the_culprit_is_only_part_of_the_regression() {
-    let at_two = |shape| Cell {
+    let at_four = |shape| Cell {
         n: 64,
-        d: 2.0,
+        d: 4.0,
         noise: Noise::Normal,
         shape,
     };
     let one = run_cell(
         Strategy::FirstbadRun,
-        &at_two(Shape::OneCulprit),
+        &at_four(Shape::OneCulprit),
         REPS,
         SEED,
     );
     let two = run_cell(
         Strategy::FirstbadRun,
-        &at_two(Shape::TwoCulprits),
+        &at_four(Shape::TwoCulprits),
         REPS,
         SEED,
     );
     let (false_alarm, _) = one.partial.expect("firstbad run says");
     let (second_found, _) = two.partial.expect("firstbad run says");
-    // Here (seed 1, 100 histories) 4.1% and 34.1%.
-    assert!(false_alarm <= 0.1, "{one:?}");
+    // Here (seed 1, 100 histories) 1.0% and 46.9%.
+    assert!(false_alarm <= 0.02, "{one:?}");
     assert!(second_found >= false_alarm + 0.1, "{two:?} vs {one:?}");
 }
 

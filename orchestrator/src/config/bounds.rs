@@ -479,6 +479,30 @@ pub const CLASSIFY_CONFIRM_PAIRS: Bound = int(
     3,
     "culprit/parent boot pairs in the final re-test; 0 turns it off",
 );
+/// `[classify] drift_lasts_boots`.
+pub const CLASSIFY_DRIFT_LASTS_BOOTS: Bound = int(
+    "classify.drift_lasts_boots",
+    2,
+    1000,
+    6,
+    "re-measurements a move of the good endpoint must last to be drift, not a burst",
+);
+/// `[classify] drift_lasts_minutes`.
+pub const CLASSIFY_DRIFT_LASTS_MINUTES: Bound = int(
+    "classify.drift_lasts_minutes",
+    0,
+    1440,
+    3,
+    "minutes of boots a move must last as well; 0: the re-measurements alone decide",
+);
+/// `[classify] confirm_max_pairs`.
+pub const CLASSIFY_CONFIRM_MAX_PAIRS: Bound = int(
+    "classify.confirm_max_pairs",
+    0,
+    100,
+    8,
+    "re-test rounds at most while the re-test cannot yet decide; below confirm_pairs: none",
+);
 /// `[classify] refine_boots`.
 pub const CLASSIFY_REFINE_BOOTS: Bound = int(
     "classify.refine_boots",
@@ -551,7 +575,10 @@ pub const BOUNDS: &[Bound] = &[
     CLASSIFY_BETA,
     CLASSIFY_CONFIDENCE,
     CLASSIFY_DRIFT_CHECK_EVERY,
+    CLASSIFY_DRIFT_LASTS_BOOTS,
+    CLASSIFY_DRIFT_LASTS_MINUTES,
     CLASSIFY_CONFIRM_PAIRS,
+    CLASSIFY_CONFIRM_MAX_PAIRS,
     CLASSIFY_REFINE_BOOTS,
     CLASSIFY_MAX_BASELINE_BOOTS,
     TEST_TIMEOUT_S,

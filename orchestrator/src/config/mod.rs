@@ -501,9 +501,18 @@ pub struct ClassifyConfig {
     /// hold on how the host moves, and a check that stops the hunt on a move the earlier
     /// re-measurements' trend does not explain; 0 turns it off.
     pub drift_check_every: u32,
+    /// Re-measurements of the good endpoint in a row over which a move must last before a
+    /// drift check calls it drift; a shorter move is a burst (a busy neighbour), waited out.
+    pub drift_lasts_boots: u32,
+    /// Minutes of boots (boot and workload time) the move must last as well; 0 leaves it to
+    /// `drift_lasts_boots`.
+    pub drift_lasts_minutes: u32,
     /// Interleaved boots of the culprit and its parent, each, in the final re-test; 0 turns
     /// it off.
     pub confirm_pairs: u32,
+    /// Rounds the re-test may grow to while its own figures cannot yet separate the culprit
+    /// from its parent (a burst hit a round, or the effect is small).
+    pub confirm_max_pairs: u32,
     /// Boots the posterior phase may spend after the bisection, per bit of the range
     /// (⌈log2(candidates + 1)⌉), re-testing what is in doubt; 0 turns it off (git bisect's
     /// answer stands).

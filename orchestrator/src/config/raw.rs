@@ -246,7 +246,10 @@ pub(super) struct RawClassify {
     pub(super) beta: Option<f64>,
     pub(super) confidence: Option<f64>,
     pub(super) drift_check_every: Option<i64>,
+    pub(super) drift_lasts_boots: Option<i64>,
+    pub(super) drift_lasts_minutes: Option<i64>,
     pub(super) confirm_pairs: Option<i64>,
+    pub(super) confirm_max_pairs: Option<i64>,
     pub(super) refine_boots: Option<i64>,
     pub(super) max_baseline_boots: Option<i64>,
 }

@@ -591,6 +591,18 @@ pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
             c.max_baseline_boots.to_string(),
         ),
         ("classify.confirm_pairs".into(), c.confirm_pairs.to_string()),
+        (
+            "classify.confirm_max_pairs".into(),
+            c.confirm_max_pairs.to_string(),
+        ),
+        (
+            "classify.drift_lasts_boots".into(),
+            c.drift_lasts_boots.to_string(),
+        ),
+        (
+            "classify.drift_lasts_minutes".into(),
+            c.drift_lasts_minutes.to_string(),
+        ),
         ("classify.confidence".into(), c.confidence.to_string()),
     ])
 }

@@ -24,8 +24,8 @@ pub fn host_summary(host: &HostMove, line: &Timeline) -> String {
     )
 }
 
-/// Where the culprit and its parent sit between good (0%) and bad (100%), with 95% intervals
-/// ([`crate::posterior::level`]), and what to do when the step between them is not the whole regression
+/// Where the culprit and its parent sit between good (0%) and bad (100%), with 99% intervals
+/// ([`crate::posterior::level_between`]), and what to do when the step between them is not the whole regression
 /// ([`rest`], `floor` the smallest part that counts): when the culprit is short of bad, more
 /// of it came later (hunt again from the culprit); when the parent is worse than good, some
 /// came earlier (hunt again up to the parent).
@@ -38,8 +38,9 @@ pub fn partial_summary(
 ) -> String {
     let pct = |l: &Level| {
         format!(
-            "{:.0}% (95% interval {:.0} to {:.0}%)",
+            "{:.0}% ({}% interval {:.0} to {:.0}%)",
             100.0 * l.level,
+            crate::posterior::LEVEL_PERCENT,
             100.0 * l.lo,
             100.0 * l.hi
         )
@@ -272,8 +273,8 @@ mod tests {
         let whole = partial_summary(at(0.02, 0.2), at(0.97, 0.2), 0.05, parent, culprit);
         assert_eq!(
             whole,
-            "of the way from good to bad, the parent sits at 2% (95% interval -18 to 22%) and \
-             the culprit at 97% (95% interval 77 to 117%)"
+            "of the way from good to bad, the parent sits at 2% (99% interval -18 to 22%) and \
+             the culprit at 97% (99% interval 77 to 117%)"
         );
         // Half of it, the rest later: hunt on from the culprit.
         let first_half = partial_summary(at(0.0, 0.2), at(0.5, 0.2), 0.05, parent, culprit);

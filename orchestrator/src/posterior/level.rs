@@ -1,13 +1,11 @@
-//! How much of the regression a commit carries: where its boots sit between the good and bad
-//! centres once the host's move is taken out ([`level`]), and what a culprit's and its parent's
+//! How much of the regression a commit carries: where its re-test boots sit between good and
+//! bad boots of the same rounds ([`level_between`]), and what a culprit's and its parent's
 //! levels say of the rest ([`rest`]).
 
-use super::dag::{Evidence, HostMove};
-
-/// Where a commit's boots sit between the good centre (0) and the bad centre (1), after the
-/// host's move is taken out, with a 95% interval: for the confirmation, so that a culprit
-/// that explains only part of the regression (two culprits, as with the CFQ queue-depth and
-/// dirty-ratio changes that together made fsync take 20 s) is said to be part of it.
+/// Where a commit's boots sit between the good centre (0) and the bad centre (1), with an
+/// interval: for the confirmation, so that a culprit that explains only part of the regression
+/// (two culprits, as with the CFQ queue-depth and dirty-ratio changes that together made fsync
+/// take 20 s) is said to be part of it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Level {
     /// The estimate.
@@ -18,31 +16,59 @@ pub struct Level {
     pub hi: f64,
 }
 
-/// [`Level`] of the commit whose boots gave `e`, on the host that moved as `host` says
-/// ([`dag_posterior_with_host`](super::dag_posterior_with_host)). The interval carries the commit's
-/// own boots and both centres' errors (1/n_baseline each): Var ≈ (1/k + ((1 − L)² + L²)/n_baseline)
-/// / (Δ/σ)². `None` without an effect to measure against.
-pub fn level(e: &Evidence, host: &HostMove) -> Option<Level> {
-    if e.effect <= 0.0 || e.boots.is_empty() {
+/// The normal quantile of the level intervals the confirmation reads ([`rest`]): 0.5% on each
+/// side, so that the two readings "some of it came before the parent" and "more came after the
+/// culprit" together call a one-step regression several steps in about 1% of hunts (issue 38:
+/// at 95% intervals on a wandering host, the demo hunt read as two steps).
+pub const LEVEL_Z: f64 = 2.575_829_303_548_901;
+
+/// The level intervals' coverage, in percent, for the words that state it.
+pub const LEVEL_PERCENT: u32 = 99;
+
+/// Variance of the median against the mean's on normal data (π/2): the re-test reads medians,
+/// which a burst in one round does not move.
+const MEDIAN_VARIANCE: f64 = std::f64::consts::FRAC_PI_2;
+
+/// [`Level`] of a commit whose `k` boots have the median `y`, against references measured in
+/// the same rounds: the good and bad sides' medians, of `k_ref` boots each (all on the
+/// oriented log scale), with boot noise `sigma`. References of the same minutes carry the
+/// host's move, which no model of it then has to guess. Var ≈ (π/2)·σ²·(1/k + ((1 − L)² +
+/// L²)/k_ref) / (bad − good)²; the interval is ±[`LEVEL_Z`] of it. `None` without an effect to
+/// measure against or without boots.
+pub fn level_between(
+    y: f64,
+    k: usize,
+    good: f64,
+    bad: f64,
+    k_ref: f64,
+    sigma: f64,
+) -> Option<Level> {
+    let effect = bad - good;
+    if effect <= 0.0 || k == 0 || k_ref <= 0.0 || !y.is_finite() {
         return None;
     }
-    let moved = |t: f64| {
-        host.trend * t
-            + host
-                .step
-                .map_or(0.0, |(at, size)| if t >= at { size } else { 0.0 })
-    };
-    let k = e.boots.len() as f64;
-    let mean = e.boots.iter().map(|&(y, t)| y - moved(t)).sum::<f64>() / k;
-    let l = mean / e.effect;
-    let var = (1.0 / k + ((1.0 - l).powi(2) + l * l) / e.n_baseline) / (e.effect * e.effect);
-    // The normal quantile of 0.975.
-    let half = 1.959_963_984_540_054 * var.sqrt();
+    let l = (y - good) / effect;
+    let var =
+        MEDIAN_VARIANCE * sigma * sigma * (1.0 / k as f64 + ((1.0 - l).powi(2) + l * l) / k_ref)
+            / (effect * effect);
+    let half = LEVEL_Z * var.sqrt();
     Some(Level {
         level: l,
         lo: l - half,
         hi: l + half,
     })
+}
+
+/// Rounds of a re-test beside good and bad after which a whole step (the parent at good, the
+/// culprit at bad) lies clear of both [`level_between`] intervals by `floor`, for an effect of
+/// `effect` σ: k ≥ π·(2z / ((1 − floor)·Δ/σ))². About one round at Δ/σ = 13 (the demo), five at
+/// 4, twenty-two at 2: below some effect the re-test alone cannot decide in any budget a hunt
+/// would spend, and more rounds there only cost boots.
+pub fn rounds_to_separate(effect: f64, floor: f64) -> f64 {
+    if effect <= 0.0 || floor >= 1.0 {
+        return f64::INFINITY;
+    }
+    std::f64::consts::PI * (2.0 * LEVEL_Z / ((1.0 - floor) * effect)).powi(2)
 }
 
 /// What the [`Level`]s of a culprit and its parent say of the rest of the regression.
@@ -57,7 +83,7 @@ pub struct Rest {
 /// [`Rest`] from the parent's and the culprit's levels; `floor` is the smallest part that counts,
 /// as a share of the regression (the hunt's `min_effect`, by
 /// [`Model::share_of`](crate::sequential::Model::share_of): with a regression of 1800%, 3% of it
-/// left over is still 9% slower, and counts). A part must be outside the 95% interval and at least
+/// left over is still 9% slower, and counts). A part must be outside the level's interval ([`LEVEL_Z`]) and at least
 /// the floor by its estimate.
 pub fn rest(parent: &Level, culprit: &Level, floor: f64) -> Rest {
     Rest {
@@ -71,50 +97,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_level_is_where_the_boots_sit_between_the_centres_after_the_host_s_move() {
-        // Δ/σ = 2, centres from 8 boots each; 4 boots at 1σ above good: half-way.
-        let ev = |boots: Vec<(f64, f64)>| Evidence {
-            k: boots.len(),
-            above_good: boots.iter().map(|b| b.0).sum::<f64>() / boots.len() as f64,
-            effect: 2.0,
-            n_baseline: 8.0,
-            at: 0.0,
-            stt: 0.0,
-            sty: 0.0,
-            boots,
-        };
-        let still = HostMove {
-            trend: 0.0,
-            step: None,
-        };
-        let l = level(&ev(vec![(1.0, 0.0); 4]), &still).unwrap();
-        // Var = (1/4 + (0.25 + 0.25)/8) / 4 = 0.078125; half-width 1.96 · 0.27951 = 0.54783.
+    fn a_level_is_where_the_median_sits_between_references_of_the_same_rounds() {
+        // Good at 0, bad at 2 (σ = 1), 4 boots of each; a commit's median at 1: half-way.
+        let l = level_between(1.0, 4, 0.0, 2.0, 4.0, 1.0).unwrap();
+        // Var = π/2 · (1/4 + 0.5/4) / 4 = 0.147262; half-width 2.5758 · 0.38375 = 0.98847.
         assert!((l.level - 0.5).abs() < 1e-12, "{l:?}");
-        assert!((l.hi - l.level - 0.547_827).abs() < 1e-6, "{l:?}");
-        assert!((l.level - l.lo - 0.547_827).abs() < 1e-6, "{l:?}");
-        // The same commit on a host slowing 0.5σ per unit of time, and one that stepped 2σ at
-        // time 1: the move is taken out.
-        let times = [0.0, 1.0, 2.0, 3.0];
-        let trending = ev(times.iter().map(|&t| (1.0 + 0.5 * t, t)).collect());
-        let trend = HostMove {
-            trend: 0.5,
-            step: None,
-        };
-        assert!((level(&trending, &trend).unwrap().level - 0.5).abs() < 1e-12);
-        let stepped = ev(times
-            .iter()
-            .map(|&t| (if t >= 1.0 { 3.0 } else { 1.0 }, t))
-            .collect());
-        let step = HostMove {
-            trend: 0.0,
-            step: Some((1.0, 2.0)),
-        };
-        assert!((level(&stepped, &step).unwrap().level - 0.5).abs() < 1e-12);
+        assert!((l.hi - l.level - 0.988_47).abs() < 1e-4, "{l:?}");
+        assert!((l.level - l.lo - 0.988_47).abs() < 1e-4, "{l:?}");
+        // The references moved with the host (good at 3, bad at 5): the same commit, 3 higher,
+        // is still half-way.
+        let moved = level_between(4.0, 4, 3.0, 5.0, 4.0, 1.0).unwrap();
+        assert!((moved.level - 0.5).abs() < 1e-12);
         // Nothing to measure against.
-        let flat = Evidence {
-            effect: 0.0,
-            ..ev(vec![(1.0, 0.0)])
+        assert_eq!(level_between(1.0, 4, 2.0, 2.0, 4.0, 1.0), None);
+        // After rounds_to_separate rounds, a whole step is just clear by the floor.
+        for effect in [2.0, 4.0, 13.0] {
+            let k = rounds_to_separate(effect, 0.05);
+            let half = |k: f64| LEVEL_Z * (MEDIAN_VARIANCE * 2.0 / k).sqrt() / effect;
+            assert!((1.0 - 2.0 * half(k) - 0.05).abs() < 1e-9, "{effect}: {k}");
+        }
+        assert!(rounds_to_separate(13.0, 0.02) < 1.0 && rounds_to_separate(2.0, 0.05) > 20.0);
+        assert_eq!(level_between(1.0, 0, 0.0, 2.0, 4.0, 1.0), None);
+    }
+
+    #[test]
+    fn the_rest_of_a_regression_lies_outside_both_intervals_and_above_the_floor() {
+        let at = |level: f64, half: f64| Level {
+            level,
+            lo: level - half,
+            hi: level + half,
         };
-        assert_eq!(level(&flat, &still), None);
+        let whole = rest(&at(0.02, 0.1), &at(0.97, 0.1), 0.05);
+        assert_eq!(
+            whole,
+            Rest {
+                after: false,
+                before: false
+            }
+        );
+        let half = rest(&at(0.0, 0.1), &at(0.5, 0.1), 0.05);
+        assert!(half.after && !half.before);
+        let late = rest(&at(0.5, 0.1), &at(1.0, 0.1), 0.05);
+        assert!(late.before && !late.after);
     }
 }

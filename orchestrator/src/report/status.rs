@@ -269,8 +269,8 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
         let _ = writeln!(o, "host {name}: {busy}");
     }
     // Boots done and expected, for the endpoints and for the candidate under test.
-    // The baselines are looked at after 8, 16, 32 and 64 boots of each endpoint, up to
-    // `max_baseline_boots`, where they decide.
+    // The baselines are looked at after 5 (a large regression only), 8, 16, 32 and 64 boots
+    // of each endpoint, up to `max_baseline_boots`, where they decide.
     let (g, b) = (state.values(&id.good).len(), state.values(&id.bad).len());
     let last = cfg.classify.max_baseline_boots as usize;
     let n = crate::sequential::BASELINE_LOOKS

@@ -17,11 +17,6 @@ pub const DRIFT_Z: f64 = 3.29;
 /// quarter of the way to bad no verdict is at risk.
 pub const DRIFT_MIN_SHIFT: f64 = 0.25;
 
-/// Re-measurements of the good endpoint a drift check takes before it stops a hunt: a check
-/// that sees drift in fewer boots re-measures first, so that one stray run is outvoted by the
-/// median ([`drift`]) instead of stopping a hunt that runs unattended.
-pub const DRIFT_CONFIRM_BOOTS: usize = 3;
-
 /// Boots of the posterior phase per drift check, for each verdict between checks in the
 /// bisection (`drift_check_every`): a verdict there takes 1-10 boots, so 4 boots per verdict
 /// keeps the good endpoint re-measured about as often. Without it the phase, which may spend
@@ -33,6 +28,17 @@ pub const REFINE_DRIFT_BOOTS_PER_VERDICT: usize = 4;
 /// `last`, checks again now (`every`: verdicts between checks in the bisection; 0 = never).
 pub fn refine_drift_due(spent: usize, last: usize, every: usize) -> bool {
     every > 0 && spent >= last + every * REFINE_DRIFT_BOOTS_PER_VERDICT
+}
+
+/// Largest residual, in σ, that one re-measurement lends the host's trend. A trend is a slow
+/// drift (about 1σ per 100 boots): a burst of a busy neighbour, 5-10σ off for a boot or two,
+/// fitted as a trend, made the host's true level look like a move the other way once it came
+/// back (issue 38). Clipped, one far-off re-measurement tilts the trend by at most this much.
+pub const TREND_CLIP: f64 = 3.0;
+
+/// A re-measurement's residual as the trend reads it ([`TREND_CLIP`]).
+fn trend_residual(r: f64) -> f64 {
+    r.clamp(-TREND_CLIP, TREND_CLIP)
 }
 
 /// Boots per unit of the trend's time axis: a host's drift is stated in σ per 100 boots.
@@ -67,7 +73,7 @@ impl Timeline {
         for &(v, t) in remeasured {
             if let Some(y) = flat.admit(model, v, t) {
                 let tau = flat.tau(t);
-                tr += tau * (y - model.good) / model.sigma;
+                tr += tau * trend_residual((y - model.good) / model.sigma);
                 tt += tau * tau;
             }
         }
@@ -123,6 +129,19 @@ pub struct Drift {
 /// [`DRIFT_WINDOW`] all are, on the same side: that is the host, not a stray boot (four in a
 /// row at a 5% outlier rate: about once in 160 000), and it is drift whatever the trend.
 pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Drift> {
+    drift_from(model, origin, remeasured, remeasured.len())
+}
+
+/// [`drift`], with only the re-measurements before index `trend_until` lending the trend the
+/// recent ones are tested against: a check that keeps re-measuring while a move lasts
+/// ([`drift_run`]) tests its newest boots against the trend of the checks before it, not
+/// against a trend its own moved boots would bend towards them.
+pub fn drift_from(
+    model: &Model,
+    origin: f64,
+    remeasured: &[(f64, f64)],
+    trend_until: usize,
+) -> Option<Drift> {
     let last = &remeasured[remeasured.len().saturating_sub(DRIFT_WINDOW)..];
     let side = |v: f64| {
         let y = oriented(v, model.direction);
@@ -151,21 +170,34 @@ pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Dr
             drifted: true,
         });
     }
-    let kept: Vec<(f64, f64)> = remeasured
+    let kept: Vec<(usize, (f64, f64))> = remeasured
         .iter()
-        .filter_map(|&(v, t)| {
+        .enumerate()
+        .filter_map(|(i, &(v, t))| {
             let y = model.admit(v)?;
-            Some(((y - model.good) / model.sigma, (t - origin) / TREND_UNIT))
+            Some((
+                i,
+                ((y - model.good) / model.sigma, (t - origin) / TREND_UNIT),
+            ))
         })
         .collect();
     let split = kept.len().saturating_sub(DRIFT_WINDOW);
-    let (earlier, recent) = kept.split_at(split);
+    let recent: Vec<(f64, f64)> = kept[split..].iter().map(|k| k.1).collect();
+    let earlier: Vec<(f64, f64)> = kept[..split]
+        .iter()
+        .filter(|k| k.0 < trend_until)
+        .map(|k| k.1)
+        .collect();
     if recent.is_empty() {
         return None;
     }
     // The earlier re-measurements' trend through the good centre: β̂ = Σ τr / (λ + Σ τ²).
     let precision = TREND_PRIOR + earlier.iter().map(|b| b.1 * b.1).sum::<f64>();
-    let trend = earlier.iter().map(|b| b.1 * b.0).sum::<f64>() / precision;
+    let trend = earlier
+        .iter()
+        .map(|b| b.1 * trend_residual(b.0))
+        .sum::<f64>()
+        / precision;
     let k = recent.len() as f64;
     let (r_bar, t_bar) = recent
         .iter()
@@ -174,8 +206,8 @@ pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Dr
     let se = (1.0 / k + 1.0 / model.n_baseline.max(1.0) + t_bar * t_bar / precision).sqrt();
     // The median of the recent residuals must have moved as far, the same way: one stray run
     // inside the admitted range (a TCG hiccup of 14.9 ms beside 3.3 ms) carried the mean of
-    // two past the line and stopped the demo hunt. Once the check has re-measured
-    // ([`DRIFT_CONFIRM_BOOTS`]) the median leaves such a run out; a host that moved moves it.
+    // two past the line and stopped the demo hunt. Once the check has re-measured (until the
+    // move lasts, [`drift_run`]) the median leaves such a run out; a host that moved moves it.
     let residuals: Vec<f64> = recent.iter().map(|b| b.0 - trend * b.1).collect();
     let robust = median(&residuals) * model.sigma / (model.bad - model.good);
     let z = moved / se;
@@ -190,9 +222,41 @@ pub fn drift(model: &Model, origin: f64, remeasured: &[(f64, f64)]) -> Option<Dr
     })
 }
 
+/// How many of the newest re-measurements the move has lasted: the run, among the last
+/// `newest` of `remeasured` (a check's own boots), of re-measurements at each of which [`drift`]
+/// (over the boots up to it) said drifted, counted back from the newest. A burst of a busy
+/// neighbour (1-3 boots far off, then back) keeps the window of [`DRIFT_WINDOW`] drifted for
+/// at most four re-measurements; a host that moved keeps it drifted for as long as it stays.
+pub fn drift_run(model: &Model, origin: f64, remeasured: &[(f64, f64)], newest: usize) -> usize {
+    let newest = newest.min(remeasured.len());
+    let check = remeasured.len() - newest;
+    (0..newest)
+        .take_while(|&back| {
+            drift_from(model, origin, &remeasured[..remeasured.len() - back], check)
+                .is_some_and(|d| d.drifted)
+        })
+        .count()
+}
+
+/// Re-measurements past which a move has lasted whatever its minutes, as a multiple of
+/// `drift_lasts_boots`: a command hunt's runs take seconds, and its check must end.
+pub const DRIFT_LASTS_CAP: usize = 4;
+
+/// Whether a move of `run` re-measurements ([`drift_run`]) over `seconds` of boots has lasted
+/// long enough to be drift: `boots` re-measurements and `minutes` minutes (unknown durations,
+/// all zero, leave it to the boots), or [`DRIFT_LASTS_CAP`] times the boots.
+pub fn drift_lasted(run: usize, seconds: f64, boots: usize, minutes: u32) -> bool {
+    run >= boots
+        && (minutes == 0
+            || seconds <= 0.0
+            || seconds >= 60.0 * f64::from(minutes)
+            || run >= DRIFT_LASTS_CAP * boots)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Direction;
     use crate::sequential::tests::five_sigma;
 
     #[test]
@@ -258,6 +322,65 @@ mod tests {
         // Three of four are the host: drift.
         let host = drift(&m, 0.0, &every_10(&[35.0, 44.0, 44.2, 43.8])).unwrap();
         assert!(host.drifted, "{host:?}");
+    }
+
+    // Issue 38: the chain test's hunt stopped on a shared machine's neighbour. Good sat at
+    // 4.3 ms, bad at 63.3; one re-measurement read 41.8 ms, the next 12.6 and 5.8, and the
+    // host was back. The move never lasts six re-measurements: not drift. A host that moved
+    // and stays is drift once the move has lasted.
+    #[test]
+    fn a_burst_of_a_busy_neighbour_does_not_last_and_a_host_that_moved_does() {
+        let m = Model {
+            good: 4.327f64.ln(),
+            bad: 63.323f64.ln(),
+            sigma: 0.2,
+            direction: Direction::LowerIsBetter,
+            n_baseline: 8.0,
+        };
+        let timed = |v: &[f64]| -> Vec<(f64, f64)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| (x, 10.0 * (i + 1) as f64))
+                .collect()
+        };
+        let earlier = [4.4, 4.2, 4.5, 4.3];
+        let burst = [41.829, 12.576, 5.846, 4.4, 4.3, 4.2, 4.4];
+        let mut boots: Vec<f64> = earlier.to_vec();
+        let mut longest = 0;
+        for (i, &b) in burst.iter().enumerate() {
+            boots.push(b);
+            let run = drift_run(&m, 0.0, &timed(&boots), i + 1);
+            longest = longest.max(run);
+            assert!(
+                !drift_lasted(run, 10.0 * run as f64, 6, 0),
+                "{boots:?}: run {run}"
+            );
+        }
+        assert!(longest >= 1, "the burst is seen");
+        assert!(
+            !drift(&m, 0.0, &timed(&boots)).unwrap().drifted,
+            "the host came back"
+        );
+        // Moved to 30 ms and stays: the run grows with every re-measurement.
+        let mut moved: Vec<f64> = earlier.to_vec();
+        moved.extend([30.0, 31.0, 29.0, 30.5, 30.2, 29.8]);
+        let run = drift_run(&m, 0.0, &timed(&moved), 6);
+        assert!(run >= 5, "run {run}");
+        moved.push(30.1);
+        let run = drift_run(&m, 0.0, &timed(&moved), 7);
+        assert!(
+            drift_lasted(run, 0.0, 6, 3),
+            "run {run}: durations unknown, boots decide"
+        );
+        assert!(
+            !drift_lasted(run, 70.0, 6, 3),
+            "70 s is short of three minutes"
+        );
+        assert!(drift_lasted(run, 200.0, 6, 3));
+        assert!(
+            drift_lasted(24, 10.0, 6, 3),
+            "a command's quick runs: the cap ends it"
+        );
     }
 
     #[test]

@@ -289,6 +289,7 @@ pub fn cells(full: bool) -> Vec<Cell> {
         Noise::Drift,
         Noise::Step,
         Noise::Failed,
+        Noise::Burst,
     ] {
         for &n in ns {
             if full && noise != Noise::Normal && n != 1024 {

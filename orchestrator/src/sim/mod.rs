@@ -19,6 +19,9 @@
 //! - `step`: `normal`, plus a sudden move of the host: from a boot drawn uniformly from the
 //!   first 300, every boot is 2σ slower (another job on the host, a firmware or BIOS change).
 //! - `failed`: `normal`, plus 10% of boots that fail and give no value (they still cost a boot).
+//! - `burst`: `normal`, plus bursts of a busy neighbour: at one boot in twenty a burst begins
+//!   that makes the next 1-3 boots 3-10x slower, whatever is booted, then the host is back
+//!   (about one boot in ten is in a burst).
 //!
 //! # Strategies
 //! - `firstbad`: [`crate::sequential`] baselines and per-commit SPRT (alpha = beta = 0.01), the
@@ -194,8 +197,9 @@ mod tests {
             .flat_map(|c| Strategy::ALL.map(|s| (c, s)))
             .filter(|(c, s)| f.keeps(c, *s))
             .collect();
-        // Six noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and 2.
-        assert_eq!(kept.len(), 12 + 1 + 2);
+        // Seven noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and
+        // 2.
+        assert_eq!(kept.len(), 14 + 1 + 2);
         assert!(kept
             .iter()
             .all(|(c, s)| c.n == 1024 && c.d >= 1.0 && *s == Strategy::FirstbadRun));

@@ -16,6 +16,13 @@ pub(super) const DRIFT_PER_BOOT: f64 = 0.01;
 /// The step of the `step` kind, in σ, and the last boot it may start at.
 pub(super) const STEP_SIGMAS: f64 = 2.0;
 pub(super) const STEP_WITHIN: usize = 300;
+/// The `burst` kind: at each boot out of a burst, the chance that one begins (a busy neighbour
+/// on a shared machine, issue 38: "a host that turns 3-10x slower for 1-3 runs once in ten or
+/// so runs": with 2 boots a burst on average, about one boot in ten is in one), how many boots
+/// it lasts at most, and the range of its slow-down.
+pub(super) const BURST_RATE: f64 = 0.05;
+pub(super) const BURST_BOOTS: usize = 3;
+pub(super) const BURST_FACTOR: (f64, f64) = (3.0, 10.0);
 /// Attempts before a strategy gives up getting one value of a commit (failed boots).
 pub(super) const MAX_ATTEMPTS: usize = 20;
 
@@ -32,9 +39,12 @@ pub enum Noise {
     Drift,
     /// Normal plus 10% failed boots.
     Failed,
-    /// Normal plus a sudden, lasting move of the host (last, so that the other kinds keep
-    /// their discriminants and with them their seeds and histories).
+    /// Normal plus a sudden, lasting move of the host (after the kinds above, so that they
+    /// keep their discriminants and with them their seeds and histories).
     Step,
+    /// Normal plus bursts: 1-3 boots in a row 3-10x slower, then back; about one boot in ten is
+    /// in a burst ([`BURST_RATE`]).
+    Burst,
 }
 
 impl Noise {
@@ -47,6 +57,7 @@ impl Noise {
             Noise::Drift => "drift",
             Noise::Step => "step",
             Noise::Failed => "failed",
+            Noise::Burst => "burst",
         }
     }
 }
@@ -99,6 +110,8 @@ pub struct World {
     pub(super) built: Vec<bool>,
     /// The boot from which the host is slower (`step` noise).
     pub(super) step_at: usize,
+    /// Boots left of the burst under way, and its slow-down (`burst` noise).
+    pub(super) burst: (usize, f64),
     /// The phase of `firstbad run` now booting, and the boots spent in each (see [`PHASES`]).
     pub(super) phase: usize,
     pub(super) by_phase: [usize; PHASES.len()],
@@ -153,6 +166,7 @@ impl World {
             builds: 0,
             built: vec![false; n + 1],
             step_at,
+            burst: (0, 1.0),
             phase: 0,
             by_phase: [0; PHASES.len()],
             verdicts: [0; 2],
@@ -172,6 +186,7 @@ impl World {
             builds: 0,
             built: Vec::new(),
             step_at: 0,
+            burst: (0, 1.0),
             phase: 0,
             by_phase: [0; PHASES.len()],
             verdicts: [0; 2],
@@ -227,6 +242,21 @@ impl World {
                     0.0
                 };
                 Some(additive(z) + BASE * SIGMA_REL * stepped)
+            }
+            Noise::Burst => {
+                let v = additive(z);
+                if self.burst.0 == 0 && self.rng.gen::<f64>() < BURST_RATE {
+                    self.burst = (
+                        self.rng.gen_range(1..=BURST_BOOTS),
+                        self.rng.gen_range(BURST_FACTOR.0..BURST_FACTOR.1),
+                    );
+                }
+                if self.burst.0 > 0 {
+                    self.burst.0 -= 1;
+                    Some(v * self.burst.1)
+                } else {
+                    Some(v)
+                }
             }
             Noise::Failed => {
                 if self.rng.gen::<f64>() < FAIL_SHARE {

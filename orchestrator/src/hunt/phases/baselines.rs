@@ -12,7 +12,7 @@ use super::super::HuntState;
 use crate::config::ClassifyMode;
 use crate::journal::{Event, HuntEnd, Verdict};
 use crate::sequential::{
-    assess_baselines, AbsoluteTest, BaselineOutcome, HostFailures, Model, BASELINE_LOOKS,
+    assess_baselines, AbsoluteTest, BaselineOutcome, HostFailures, Model, RELATIVE_GOOD_BOOTS,
 };
 use crate::stats::median;
 
@@ -55,7 +55,7 @@ pub fn next(d: &Driver, state: &HuntState) -> Decision {
             }
         }
         ClassifyMode::Relative(r) => {
-            let n = BASELINE_LOOKS[0];
+            let n = RELATIVE_GOOD_BOOTS;
             let g = state.values(good);
             if g.len() < n {
                 let mut more = (n - g.len()).saturating_sub(state.running_boots(good));

@@ -1,17 +1,22 @@
 //! The final re-test: the culprit and its first parent booted in interleaved rounds, with
-//! the good and bad endpoints in the same rounds in baselines mode (so that where the parent
-//! and the culprit sit between good and bad is measured against boots of the same minutes,
-//! not against baselines taken an hour before on a host that has moved), then the confidence
-//! in the culprit from every boot of the hunt (the DAG posterior).
+//! the good and bad endpoints in the same rounds in baselines mode, so that where the parent
+//! and the culprit sit between good and bad is read against boots of the same minutes, not
+//! against baselines taken an hour before on a host that has moved ([`Reading`]). The rounds
+//! go on past `confirm_pairs`, up to `confirm_max_pairs`, while their own figures cannot yet
+//! say whether the step from the parent to the culprit is there; then the confidence in the
+//! culprit comes from every boot of the hunt (the DAG posterior).
 
 use super::super::driver::{next_side, Decision, Driver};
-use super::super::evidence::{evidence_boots, posterior_inputs};
+use super::super::evidence::posterior_inputs;
 use super::super::judge::Judge;
 use super::super::summary::{host_summary, partial_summary};
 use super::super::{short, HuntState};
 use crate::journal::{BootOutcome, BuildOutcome, Event};
-use crate::posterior::{class_probability, commit_evidence, dag_posterior_with_host, level};
-use crate::sequential::oriented;
+use crate::posterior::{
+    class_probability, dag_posterior_with_host, level_between, rounds_to_separate, Level,
+    LEVEL_PERCENT,
+};
+use crate::sequential::{oriented, Model};
 use crate::stats::{mann_whitney_u, median};
 use std::collections::HashMap;
 
@@ -33,6 +38,7 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
                 Some(&p),
                 format!("the parent {} does not build: no paired re-test", short(&p)),
                 true,
+                None,
             ),
         },
         parent => conclude(
@@ -43,6 +49,7 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
             parent.as_deref(),
             "no paired re-test".to_owned(),
             true,
+            None,
         ),
     }
 }
@@ -53,6 +60,7 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     let (commit, parent) = (start.commit.as_str(), start.parent.as_str());
     let s = &d.plan.settings;
     let pairs = s.classify.confirm_pairs as usize;
+    let max_pairs = (s.classify.confirm_max_pairs as usize).max(pairs);
     let mut sides = vec![parent, commit];
     if s.baselines_mode() {
         sides.extend([d.plan.good.as_str(), d.plan.bad.as_str()]);
@@ -73,32 +81,38 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     };
     let counts: Vec<(Vec<f64>, usize, usize)> = sides.iter().map(|c| since(c)).collect();
     let failed: usize = counts.iter().map(|(v, done, _)| done - v.len()).sum();
-    let (pv, cv) = (counts[0].0.clone(), counts[1].0.clone());
+    let values: Vec<&[f64]> = counts.iter().map(|(v, _, _)| v.as_slice()).collect();
     if failed > s.classify.max_failed_boots as usize {
+        let reading = Reading::of(d, judge, &values);
         return conclude_retest(
             d,
             state,
             judge,
             &start.commit,
             &start.parent,
-            &pv,
-            &cv,
+            &reading,
             format!("re-test stopped after {failed} failed boots; "),
         );
     }
-    if counts.iter().all(|(v, _, _)| v.len() >= pairs) {
-        return conclude_retest(
-            d,
-            state,
-            judge,
-            &start.commit,
-            &start.parent,
-            &pv,
-            &cv,
-            String::new(),
-        );
+    let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
+    if rounds >= pairs {
+        let reading = Reading::of(d, judge, &values);
+        if reading.says != Says::Undecided || rounds >= max_pairs || !reading.can_decide(max_pairs)
+        {
+            return conclude_retest(
+                d,
+                state,
+                judge,
+                &start.commit,
+                &start.parent,
+                &reading,
+                String::new(),
+            );
+        }
     }
-    // Sides with enough values are left out of the rounds still to boot.
+    // Another round while the re-test cannot decide, each side once; sides with enough
+    // values are left out of the rounds still to boot.
+    let target = pairs.max(rounds + 1);
     let mut started: Vec<usize> = counts
         .iter()
         .map(|(v, _, running)| v.len() + running)
@@ -107,7 +121,7 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     d.boots_for(state, |_| {
         let open: Vec<usize> = started
             .iter()
-            .map(|&n| if n >= pairs { usize::MAX } else { n })
+            .map(|&n| if n >= target { usize::MAX } else { n })
             .collect();
         if open.iter().all(|&n| n == usize::MAX) {
             return None;
@@ -118,46 +132,190 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     })
 }
 
-/// The confirmation from the re-test's values of parent (`pv`) and culprit (`cv`).
-#[allow(clippy::too_many_arguments)]
+/// What the re-test's rounds say by themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Says {
+    /// The culprit sits above its parent, beyond both intervals, by the floor at least.
+    Step,
+    /// Even at the ends of the intervals the step is below the floor: it is not here.
+    NoStep,
+    /// The intervals cannot tell yet (few rounds, a small effect, a burst in a round).
+    Undecided,
+}
+
+/// The re-test's own figures: parent (`p`) and culprit (`c`) values of its rounds, with good
+/// and bad of the same rounds in baselines mode. A boot more than 4σ beyond both references
+/// is the host (a busy neighbour), not the commit: it is left out of every figure, and the
+/// medians are what a burst in one round does not move.
+#[derive(Debug, Clone)]
+struct Reading {
+    /// Rounds each side has.
+    rounds: usize,
+    /// Admitted values (raw), parent and culprit.
+    parent: Vec<f64>,
+    culprit: Vec<f64>,
+    /// Boots left out as the host's, over every side.
+    left_out: usize,
+    /// The culprit's median is worse than the parent's.
+    ordered: bool,
+    /// Where the parent and the culprit sit between good (0) and bad (1), when there is an
+    /// effect to measure against.
+    levels: Option<(Level, Level)>,
+    /// The smallest part of the regression that counts (`min_effect` as a share of it).
+    floor: f64,
+    /// The regression's size in boot noise (Δ/σ), when there is a model of it.
+    effect: Option<f64>,
+    says: Says,
+}
+
+impl Reading {
+    /// Whether more rounds, up to `max_pairs`, could let the re-test decide: the effect is
+    /// large enough for a whole step to come clear in that many ([`rounds_to_separate`]).
+    fn can_decide(&self, max_pairs: usize) -> bool {
+        self.effect
+            .is_some_and(|e| rounds_to_separate(e, self.floor) <= max_pairs as f64)
+    }
+
+    /// The reading of the rounds' `values` (parent, culprit, then good and bad in baselines
+    /// mode).
+    fn of(d: &Driver, judge: &Judge, values: &[&[f64]]) -> Reading {
+        let s = &d.plan.settings;
+        let dir = s.direction;
+        let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
+        let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
+        // The references: good and bad of the same rounds, else the model's centres.
+        let model: Option<&Model> = judge.model();
+        let refs = match (values.get(2), values.get(3), model) {
+            (Some(g), Some(b), Some(m)) if !g.is_empty() && !b.is_empty() => {
+                Some((median(&y(g)), median(&y(b)), m.sigma, None))
+            }
+            (_, _, Some(m)) => Some((m.good, m.bad, m.sigma, Some(m.n_baseline))),
+            _ => None,
+        };
+        let admit = |v: &[f64]| -> Vec<f64> {
+            match refs {
+                Some((g, b, sigma, _)) => v
+                    .iter()
+                    .copied()
+                    .filter(|&x| {
+                        let o = oriented(x, dir);
+                        o >= g.min(b) - 4.0 * sigma && o <= g.max(b) + 4.0 * sigma
+                    })
+                    .collect(),
+                None => v.to_vec(),
+            }
+        };
+        let kept: Vec<Vec<f64>> = values.iter().map(|v| admit(v)).collect();
+        let left_out = values
+            .iter()
+            .zip(&kept)
+            .map(|(v, k)| v.len() - k.len())
+            .sum();
+        let (po, co) = (y(&kept[0]), y(&kept[1]));
+        let ordered = !po.is_empty() && !co.is_empty() && median(&co) > median(&po);
+        let floor = model.map_or(0.0, |m| m.share_of(s.classify.min_effect));
+        let levels = refs.and_then(|(g, b, sigma, n)| {
+            // The references again from their admitted boots.
+            let (g, b, k_ref) = match n {
+                Some(n) => (g, b, n.max(1.0)),
+                None if !kept[2].is_empty() && !kept[3].is_empty() => (
+                    median(&y(&kept[2])),
+                    median(&y(&kept[3])),
+                    kept[2].len().min(kept[3].len()) as f64,
+                ),
+                None => return None,
+            };
+            let at = |v: &[f64]| level_between(median(v), v.len(), g, b, k_ref, sigma);
+            Some((at(&po)?, at(&co)?))
+        });
+        let says = match levels {
+            Some((p, c)) if c.lo - p.hi >= floor => Says::Step,
+            Some((p, c)) if c.hi - p.lo < floor => Says::NoStep,
+            Some(_) => Says::Undecided,
+            // No effect to read levels against (absolute mode): the rounds are what they are.
+            None if ordered => Says::Step,
+            None => Says::NoStep,
+        };
+        Reading {
+            rounds,
+            parent: kept[0].clone(),
+            culprit: kept[1].clone(),
+            left_out,
+            ordered,
+            levels,
+            floor,
+            effect: model.map(|m| (m.bad - m.good) / m.sigma),
+            says,
+        }
+    }
+}
+
+/// The confirmation from the re-test's reading.
 fn conclude_retest(
     d: &Driver,
     state: &HuntState,
     judge: &Judge,
     commit: &str,
     parent: &str,
-    pv: &[f64],
-    cv: &[f64],
+    r: &Reading,
     mut retest: String,
 ) -> Decision {
     let dir = d.plan.settings.direction;
     let (co, po): (Vec<f64>, Vec<f64>) = (
-        cv.iter().map(|&x| oriented(x, dir)).collect(),
-        pv.iter().map(|&x| oriented(x, dir)).collect(),
+        r.culprit.iter().map(|&x| oriented(x, dir)).collect(),
+        r.parent.iter().map(|&x| oriented(x, dir)).collect(),
     );
-    let ordered = !cv.is_empty() && !pv.is_empty() && median(&co) > median(&po);
     retest += &format!(
-        "re-test of {} against its parent {} in {} interleaved pairs{}: parent median {:.3}, \
+        "re-test of {} against its parent {} in {} interleaved rounds{}: parent median {:.3}, \
          culprit median {:.3} ({:+.1}%), Mann-Whitney p = {:.3}",
         short(commit),
         short(parent),
-        cv.len().min(pv.len()),
+        r.rounds,
         if d.plan.settings.baselines_mode() {
             ", each beside a boot of good and of bad"
         } else {
             ""
         },
-        median(pv),
-        median(cv),
+        median(&r.parent),
+        median(&r.culprit),
         ((median(&co) - median(&po)).exp() - 1.0) * 100.0,
         mann_whitney_u(&co, &po).p_value
     );
-    conclude(d, state, judge, commit, Some(parent), retest, ordered)
+    if r.left_out > 0 {
+        retest += &format!(
+            " ({} boot(s) left out: more than 4σ beyond both references, the host's, not the \
+             commit's)",
+            r.left_out
+        );
+    }
+    retest += &match r.says {
+        Says::Step => format!("; the re-test alone separates them ({LEVEL_PERCENT}% intervals)"),
+        Says::NoStep => format!(
+            "; the re-test does not show the step: the culprit is not above its parent by the \
+             smallest effect that counts ({LEVEL_PERCENT}% intervals)"
+        ),
+        Says::Undecided => format!(
+            "; the re-test alone does not separate them after {} rounds: what confidence is \
+             stated rests on the posterior over every boot of the hunt",
+            r.rounds
+        ),
+    };
+    conclude(
+        d,
+        state,
+        judge,
+        commit,
+        Some(parent),
+        retest,
+        r.ordered && r.says != Says::NoStep,
+        Some(r),
+    )
 }
 
 /// The `Confirmation`: the re-test's figures, the culprit's posterior probability from every
 /// boot of the hunt, how the host moved, and where the parent and the culprit sit between
-/// good and bad.
+/// good and bad in the re-test's rounds (`reading`; none without a re-test).
+#[allow(clippy::too_many_arguments)]
 fn conclude(
     d: &Driver,
     state: &HuntState,
@@ -166,10 +324,20 @@ fn conclude(
     parent: Option<&str>,
     retest: String,
     ordered: bool,
+    reading: Option<&Reading>,
 ) -> Decision {
     let s = &d.plan.settings;
     let c = &s.classify;
     let (dag, hypotheses, good) = (&d.plan.dag, &d.hypotheses, d.plan.good.as_str());
+    // How much of the regression the step from the parent to the culprit is: only against
+    // measured endpoints (baselines mode), where bad is the regression itself.
+    let steps = reading.filter(|_| s.baselines_mode()).and_then(|r| {
+        r.levels.map(|(parent, culprit)| Steps {
+            parent,
+            culprit,
+            floor: r.floor,
+        })
+    });
     let confidence = judge.model().and_then(|m| {
         let claimed = dag.index_of(commit)?;
         let claimed = hypotheses.iter().position(|&h| h == claimed)?;
@@ -184,28 +352,11 @@ fn conclude(
             inputs.reference.as_ref(),
         );
         let mut said = host_summary(&host, &inputs.line);
-        let mut steps = None;
-        // How much of the regression the step from the parent to the culprit is: only against
-        // measured endpoints (baselines mode), where bad is the regression itself.
-        if s.baselines_mode() {
-            let at = |id: &str| {
-                let e = if id == good {
-                    inputs.reference.clone()
-                } else {
-                    commit_evidence(m, &inputs.line, &evidence_boots(s, state, dag, id))
-                };
-                e.as_ref().and_then(|e| level(e, &host))
-            };
-            // The smallest part that counts: min_effect, as a share of the effect.
-            let floor = m.share_of(c.min_effect);
-            if let Some((p, pl, cl)) = parent.and_then(|p| Some((p, at(p)?, at(commit)?))) {
-                said = format!("{said}; {}", partial_summary(pl, cl, floor, p, commit));
-                steps = Some(Steps {
-                    parent: pl,
-                    culprit: cl,
-                    floor,
-                });
-            }
+        if let (Some(st), Some(p)) = (&steps, parent) {
+            said = format!(
+                "{said}; {}",
+                partial_summary(st.parent, st.culprit, st.floor, p, commit)
+            );
         }
         // Commits the boots cannot tell apart from the culprit. With `paths` they are those
         // that do not touch the paths (git's answer too); without, they are commits that could
@@ -229,20 +380,17 @@ fn conclude(
             class_probability(&inputs.under, &p, claimed),
             said,
             same.is_empty() || !s.split,
-            steps,
         ))
     });
-    let alone = confidence.as_ref().is_none_or(|(_, _, alone, _)| *alone);
-    // More than one step between good and bad (the levels put some of the regression before
-    // the parent or after the culprit): the posterior's hypotheses are one step each, and it
-    // reads the commits between two steps as the host moving. On a C program's history with a
-    // 20% and a later 10% slowdown it gave the right culprit 0.0% while the re-test ordered it
-    // +20% against its parent and its level read 67% (65-68%): docs/metric-hunts.md. There the
-    // step is confirmed by the re-test and the levels, and no probability is claimed.
-    let several = confidence
-        .as_ref()
-        .and_then(|(_, _, _, steps)| *steps)
-        .filter(Steps::several);
+    let alone = confidence.as_ref().is_none_or(|(_, _, alone)| *alone);
+    // More than one step between good and bad (the re-test's levels put some of the
+    // regression before the parent or after the culprit, beyond their 99% intervals): the
+    // posterior's hypotheses are one step each, and it reads the commits between two steps as
+    // the host moving. On a C program's history with a 20% and a later 10% slowdown it gave
+    // the right culprit 0.0% while the re-test ordered it +20% against its parent and its
+    // level read 67% (65-68%): docs/metric-hunts.md. There the step is confirmed by the
+    // re-test and the levels, and no probability is claimed.
+    let several = steps.filter(Steps::several);
     let confirmed = match (&several, &confidence) {
         (Some(st), _) => ordered && alone && st.clear(),
         (None, Some((p, ..))) => ordered && alone && *p >= c.confidence,
@@ -280,8 +428,8 @@ fn conclude(
 /// the regression that counts.
 #[derive(Debug, Clone, Copy)]
 struct Steps {
-    parent: crate::posterior::Level,
-    culprit: crate::posterior::Level,
+    parent: Level,
+    culprit: Level,
     floor: f64,
 }
 

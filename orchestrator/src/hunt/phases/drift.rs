@@ -1,8 +1,10 @@
 //! Drift checks: the good endpoint booted again after every `drift_check_every` verdicts (and
 //! every few boots of the posterior phase), on every host of the pool, and tested against the
 //! baselines and the earlier re-measurements' trend ([`sequential::drift`]). A move the trend
-//! does not explain, still there after [`sequential::DRIFT_CONFIRM_BOOTS`] re-measurements,
-//! stops the hunt for a person: every verdict since the last check is suspect. The re-measurements are also the posterior's firmest evidence of how the host
+//! does not explain stops the hunt for a person once it has lasted `drift_lasts_boots`
+//! re-measurements and `drift_lasts_minutes` minutes ([`sequential::drift_lasted`]): every
+//! verdict since the last check is then suspect. A shorter move is a burst (a busy
+//! neighbour): the check re-measures until the host is back, and the hunt goes on. The re-measurements are also the posterior's firmest evidence of how the host
 //! moves.
 
 use super::super::driver::{Decision, Driver};
@@ -82,12 +84,41 @@ pub fn check(
     }
     let remeasured = reference_boots(state, good);
     let origin = trend_origin(&d.plan.settings, state, good, &d.plan.bad);
-    let Some(drift) = sequential::drift(model, origin, &remeasured) else {
+    let check = remeasured.len().saturating_sub(measured);
+    let Some(drift) = sequential::drift_from(model, origin, &remeasured, check) else {
         // No value to judge by (the boots failed): another boot of good.
         return Some(d.boots_for(state, |i| (i == 0).then(|| good.to_owned())));
     };
-    if drift.drifted && measured < sequential::DRIFT_CONFIRM_BOOTS {
-        // Not on one or two runs: re-measure first, and let the median decide.
+    // How long the move has lasted among this check's re-measurements, newest first.
+    let c = &d.plan.settings.classify;
+    let run = if drift.drifted {
+        sequential::drift_run(model, origin, &remeasured, measured)
+    } else {
+        0
+    };
+    let seconds: f64 = done
+        .iter()
+        .rev()
+        .filter_map(|r| match &r.outcome {
+            BootOutcome::Measured {
+                boot_seconds,
+                result,
+                ..
+            } => Some(boot_seconds + result.duration_s),
+            BootOutcome::Failed { .. } => None,
+        })
+        .take(run)
+        .sum();
+    if drift.drifted
+        && !sequential::drift_lasted(
+            run,
+            seconds,
+            c.drift_lasts_boots as usize,
+            c.drift_lasts_minutes,
+        )
+    {
+        // Not on a burst: re-measure while the move has not lasted, and let the host come
+        // back (issue 38: a busy neighbour for a few seconds stopped a night's hunt).
         return Some(d.boots_for(state, |i| (i == 0).then(|| good.to_owned())));
     }
     let recent = &remeasured[remeasured.len().saturating_sub(sequential::DRIFT_WINDOW)..];
@@ -114,6 +145,22 @@ pub fn check(
         sequential::DRIFT_Z,
         sequential::DRIFT_MIN_SHIFT
     );
+    let summary = if drift.drifted {
+        format!(
+            "{summary}; the move lasted {run} re-measurements over {:.1} min (drift once it \
+             lasts {} and {} min)",
+            seconds / 60.0,
+            c.drift_lasts_boots,
+            c.drift_lasts_minutes
+        )
+    } else if measured > d.pool_size(state) {
+        format!(
+            "{summary}; re-measured {measured} times: the host came back within the check (a \
+             burst, not drift)"
+        )
+    } else {
+        summary
+    };
     Some(Decision::Record(Event::DriftCheck {
         after_verdicts: v,
         in_refine_after: in_refine,
