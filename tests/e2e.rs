@@ -719,3 +719,114 @@ fn reproduce_confirms_the_demo_regression_between_its_two_kernels() {
     assert!(html.contains("Test-host settings that differ"));
     keep_if_asked(dir);
 }
+
+/// The kernel built from the demo's good endpoint as the e2e hunts build it (the same build
+/// directory and cache), built again from scratch of its artifact: the image, and the
+/// build directory's `vmlinux` as the build left it.
+fn build_fresh(b: &firstbad::build::Builder, commit: &str) -> (Vec<u8>, Vec<u8>) {
+    if let Some(firstbad::journal::BuildOutcome::Built { image, .. }) = b.cached(commit) {
+        std::fs::remove_dir_all(image.parent().expect("an artifact directory")).unwrap();
+    }
+    match b.build(commit).expect("the builder runs") {
+        firstbad::journal::BuildOutcome::Built { image, .. } => (
+            std::fs::read(image).unwrap(),
+            std::fs::read(b.build_dir().join("vmlinux")).unwrap(),
+        ),
+        failed => panic!("{commit} does not build: {failed:?}"),
+    }
+}
+
+/// `bytes` with its ELF build ids (the 20-byte hashes of GNU build-id notes: the kernel's own,
+/// and the vDSO's inside it) zeroed: the kernel's is a hash of the whole image, the release
+/// string included, so it differs with the release.
+fn without_build_id(bytes: &[u8]) -> Vec<u8> {
+    // The note's header: name size 4, descriptor size 20, type 3 (NT_GNU_BUILD_ID), "GNU\0".
+    const NOTE: [u8; 16] = [4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
+    let mut out = bytes.to_vec();
+    let notes: Vec<usize> = out
+        .windows(NOTE.len())
+        .enumerate()
+        .filter_map(|(i, w)| (w == NOTE).then_some(i + NOTE.len()))
+        .collect();
+    assert!(!notes.is_empty(), "vmlinux has a GNU build-id note");
+    for at in notes {
+        out[at..(at + 20).min(bytes.len())].fill(0);
+    }
+    out
+}
+
+/// `bytes` with every occurrence of `from` replaced by `to` (of the same length).
+fn replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    while i + from.len() <= out.len() {
+        if &out[i..i + from.len()] == from {
+            out[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Issue 32, finding 0: the same source gives the same kernel, whenever it is built. One
+/// commit built twice in the hunts' build directory gives the same bzImage byte for byte, and
+/// a commit whose only built change is a comment (kernel/signal.c) gives the same vmlinux
+/// apart from the release string that carries its id (and the build id, a hash of it all). Before the build number was pinned,
+/// each build in a directory counted up ("#2", "#3", … in the version banner) and from "#10"
+/// on the layout of every image shifted.
+#[test]
+fn the_same_source_builds_the_same_kernel_whenever_it_is_built() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let cfg = firstbad::config::HuntConfig::load(&hunt).unwrap();
+    let firstbad::config::Build::Source(build) = &cfg.build else {
+        panic!("the e2e hunts build from source");
+    };
+    let b = firstbad::build::Builder::new(demo_tree(), build).unwrap();
+    let good = git(demo_tree(), &["rev-parse", "demo-good^{commit}"]);
+    let comment = commit_by_subject("signal: fix spelling of 'overridden' in a comment");
+    let (image1, vmlinux1) = build_fresh(&b, &good);
+    let (_, vmlinux2) = build_fresh(&b, &comment);
+    let (image3, vmlinux3) = build_fresh(&b, &good);
+    assert!(image1 == image3, "demo-good built twice gave two bzImages");
+    assert!(
+        vmlinux1 == vmlinux3,
+        "demo-good built twice gave two vmlinux"
+    );
+    let (g, c) = (
+        firstbad::build::local_version(&good),
+        firstbad::build::local_version(&comment),
+    );
+    assert!(
+        vmlinux1.windows(g.len()).any(|w| w == g.as_bytes()),
+        "the release string {g} is in the image"
+    );
+    let differ = without_build_id(&vmlinux1)
+        .iter()
+        .zip(&without_build_id(&replaced(
+            &vmlinux2,
+            c.as_bytes(),
+            g.as_bytes(),
+        )))
+        .filter(|(a, b)| a != b)
+        .count();
+    if differ > 0 || vmlinux1.len() != vmlinux2.len() {
+        // Kept for a person to compare (`cmp -l`).
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reproducible");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("vmlinux-good"), &vmlinux1).unwrap();
+        std::fs::write(out.join("vmlinux-comment"), &vmlinux2).unwrap();
+        eprintln!("kept both vmlinux in {}", out.display());
+    }
+    assert!(
+        vmlinux1.len() == vmlinux2.len() && differ == 0,
+        "a comment changed the kernel: {differ} bytes differ beyond the release string \
+         ({} against {} bytes)",
+        vmlinux1.len(),
+        vmlinux2.len()
+    );
+}

@@ -60,7 +60,9 @@ pub fn local_version(commit: &str) -> String {
 
 /// Changes whenever the way a kernel is built changes, so that kernels cached by an older
 /// recipe are not reused. r3: `modules.tar` next to `bzImage` when the config has modules.
-const RECIPE: &str = "r3";
+/// r4: the build number pinned (`KBUILD_BUILD_VERSION`): kernels built before it carry the
+/// build directory's counter and are built again (issue 32, finding 0).
+const RECIPE: &str = "r4";
 
 /// The modules tarball's file name, next to `bzImage` in a cached kernel's directory.
 pub const MODULES_TAR: &str = "modules.tar";
@@ -425,10 +427,17 @@ impl Builder {
             writeln!(log, "# {k}={v}").ok();
         }
         cmd.args(target)
-            // Fixed build identity: reproducible images, and ccache hits across candidates.
+            // Fixed build identity (Documentation/kbuild/reproducible-builds.rst): the same
+            // source gives the same kernel whenever it is built, and ccache hits across
+            // candidates. The build number too: left to the build directory's counter
+            // (`.version`), it grew with every kernel built there, and from #10 on every image
+            // differed from the good endpoint's in ~87,000 bytes of shifted code and tables
+            // (issue 32, finding 0). The paths are fixed already: one worktree and one build
+            // directory per configuration, the same for every candidate.
             .env("KBUILD_BUILD_USER", "firstbad")
             .env("KBUILD_BUILD_HOST", "firstbad")
             .env("KBUILD_BUILD_TIMESTAMP", "1970-01-01")
+            .env("KBUILD_BUILD_VERSION", "1")
             .stdin(Stdio::null());
         writeln!(log, "$ make {}", target.join(" ")).ok();
         let out = log.try_clone().map_err(io("build log"))?;

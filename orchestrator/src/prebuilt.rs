@@ -101,7 +101,8 @@ pub fn resolve(cfg: &PrebuiltConfig) -> Result<Vec<Candidate>, BuildError> {
                     std::fs::read(&image).map_err(io(format!("reading {}", image.display())))?;
                 let release = image_release(&bytes).ok_or_else(|| {
                     err(format!(
-                        "{}: not an x86 bzImage (no kernel version in its header)",
+                        "{}: not an x86 bzImage with a kernel release in its header (a release \
+                         holds letters, digits and . _ + ~ - only)",
                         image.display()
                     ))
                 })?;
@@ -208,7 +209,14 @@ pub fn image_release(image: &[u8]) -> Option<String> {
     let text = image.get(off..(off + 256).min(image.len()))?;
     let end = text.iter().position(|&b| b == 0 || b == b' ')?;
     let release = std::str::from_utf8(&text[..end]).ok()?;
-    (!release.is_empty()).then(|| release.to_owned())
+    (!release.is_empty() && release.chars().all(release_char)).then(|| release.to_owned())
+}
+
+/// A character a kernel release holds (`uname -r`: `6.1.0-47-cloud-amd64`, `6.12.9+bpo-amd64`):
+/// a header that says anything else (`6.1.0<script>`) holds no release (issue 32, finding 1:
+/// the release is shown as the kernel's id in every report).
+fn release_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "._+~-".contains(c)
 }
 
 /// A file-name-safe form of an id (`:` of an epoch, `~` of a pre-release become `_`).
@@ -414,5 +422,13 @@ mod tests {
         img[0x500..0x500 + banner.len()].copy_from_slice(banner);
         assert_eq!(image_release(&img).as_deref(), Some("6.1.0-47-cloud-amd64"));
         assert_eq!(image_release(&[0u8; 0x300]), None);
+        // Issue 32, finding 1: a header that holds markup or a multi-byte character is no
+        // release (it would be the kernel's id in every report).
+        for hostile in ["6.1.0<script>alert(2)</script>", "6.1.0-é", "6.1\u{1b}[2J"] {
+            let mut img = img.clone();
+            let text = format!("{hostile} #1 SMP\0");
+            img[0x500..0x500 + text.len()].copy_from_slice(text.as_bytes());
+            assert_eq!(image_release(&img), None, "{hostile}");
+        }
     }
 }

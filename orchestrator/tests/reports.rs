@@ -681,3 +681,24 @@ fn a_hunt_in_progress_reports_without_a_culprit() {
     assert!(!html.contains("plot failed"));
     assert!(html.contains("testing"));
 }
+
+/// Issue 32, finding 1: a kernel's id is input (a prebuilt kernel's is its release, read from
+/// its image, or a directory's name): every id is escaped like every subject, and a plot's
+/// label of a multi-byte id is cut at a character, not inside one.
+#[test]
+fn hostile_ids_are_escaped_in_the_html_report_and_multi_byte_ones_do_not_panic() {
+    let f = fixture();
+    let (mut r, commits, id, _) = build_report(&f);
+    let range = commits.range(&id.good, &id.bad);
+    let hostile = "6.1.0<script>alert(2)</script>";
+    r.good.id = hostile.to_owned();
+    r.bad.id = "6.1.0<img src=x onerror=alert(3)>".to_owned();
+    for (i, c) in r.commits.iter_mut().enumerate() {
+        c.id = format!("é{i}ééééé<marquee>{i}</marquee>");
+    }
+    let html = report::html::html(&r, range.as_deref());
+    for live in ["<script", "<img", "<marquee"] {
+        assert!(!html.contains(live), "{live} is live in the page");
+    }
+    assert!(html.contains("6.1.0&lt;script&gt;alert(2)&lt;/script&gt;"));
+}

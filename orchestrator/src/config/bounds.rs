@@ -517,7 +517,7 @@ pub const CLASSIFY_MAX_BASELINE_BOOTS: Bound = int(
     8,
     64,
     64,
-    "boots of each endpoint at the baselines' last look (looks at 8, 16, 32, 64); then \
+    "boots of each endpoint at the baselines' last look (looks at 5, 8, 16, 32, 64); then \
      they decide",
 );
 /// `[test] timeout_s`.

@@ -44,9 +44,9 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
         "<p>Metric <code>{}</code> ({}), good <code>{}</code> {}, bad <code>{}</code> {}. Status: <b>{}</b>{}.</p>",
         esc(&r.metric),
         r.direction,
-        short(&r.good.id),
+        esc(short(&r.good.id)),
         esc(&r.good.subject),
-        short(&r.bad.id),
+        esc(short(&r.bad.id)),
         esc(&r.bad.subject),
         r.status,
         r.status_detail.as_ref().map(|d| format!(" ({})", esc(d))).unwrap_or_default()
@@ -100,7 +100,7 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             let _ = writeln!(
                 o,
                 "<li><code>{}</code> {}</li>",
-                short(&c.id),
+                esc(short(&c.id)),
                 esc(&c.subject)
             );
         }
@@ -181,7 +181,7 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             o,
             "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"{v}\">{v}</td><td>{}</td><td>{why}</td></tr>",
             c.step.map(|s| s.to_string()).unwrap_or_default(),
-            short(&c.id),
+            esc(short(&c.id)),
             esc(&c.subject),
             boots.join(", ")
         );

@@ -7,6 +7,13 @@ use crate::report::{CommitReport, Report};
 use plotters::prelude::*;
 use std::fmt::Write;
 
+/// A commit's label in a plot: the first 7 characters of its short id (a prebuilt kernel's
+/// release may hold multi-byte characters: a byte slice of 7 panicked on one). plotters
+/// escapes the text it writes into the SVG.
+fn label(id: &str) -> String {
+    short(id).chars().take(7).collect()
+}
+
 /// Colour of good verdicts and the good endpoint.
 const GOOD: RGBColor = RGBColor(0x1b, 0x9e, 0x4b);
 /// Colour of bad verdicts and the bad endpoint.
@@ -116,7 +123,7 @@ pub(super) fn path_plot(r: &Report, range: Option<&[String]>) -> String {
         )?;
         chart.draw_series(points.iter().map(|p| {
             Text::new(
-                short(&p.3.id)[..7].to_owned(),
+                label(&p.3.id),
                 (p.0, p.1 - 0.25),
                 ("monospace", 11).into_font(),
             )
@@ -184,7 +191,7 @@ pub(super) fn samples_plot(r: &Report) -> String {
             _ => format!(
                 "{}:{}",
                 c.step.map(|s| s.to_string()).unwrap_or_else(|| "?".into()),
-                &short(&c.id)[..7]
+                label(&c.id)
             ),
         })
         .collect();
@@ -309,7 +316,7 @@ fn vmstat_plot(
     Some(svg((440, 280), |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
-                format!("{title}: boot {} of {}", boot.boot, &short(&c.id)[..7]),
+                format!("{title}: boot {} of {}", boot.boot, label(&c.id)),
                 ("sans-serif", 15),
             )
             .margin(10)
