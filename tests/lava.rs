@@ -174,12 +174,15 @@ fn try_through_lava_and_a_job_the_farm_cancels() {
     let boot = boot_json(&stdout);
     assert_eq!(boot["status"], "measured", "{boot}\n{stderr}");
     let events = try_events(dir.path());
-    let farm: Vec<_> = events.iter().filter(|(k, _, _)| k == "farm-job").collect();
+    let farm: Vec<_> = events
+        .iter()
+        .filter(|(k, _, _)| k == "host-checkpoint")
+        .collect();
     assert_eq!(farm.len(), 2, "intent, then the id: {farm:?}");
-    assert!(farm[0].2.get("job").is_none(), "{:?}", farm[0]);
-    let token = farm[0].2["token"].as_str().unwrap().to_owned();
-    let id = farm[1].2["job"].as_str().unwrap().to_owned();
-    assert_eq!(farm[1].2["token"], token.as_str());
+    assert!(farm[0].2["data"].get("job").is_none(), "{:?}", farm[0]);
+    let token = farm[0].2["data"]["token"].as_str().unwrap().to_owned();
+    let id = farm[1].2["data"]["job"].as_str().unwrap().to_owned();
+    assert_eq!(farm[1].2["data"]["token"], token.as_str());
     let job = api("GET", &format!("jobs/{id}/"), None);
     assert_eq!(job["health"], "Complete", "{job}");
     assert_eq!(
@@ -216,8 +219,8 @@ fn try_through_lava_and_a_job_the_farm_cancels() {
     let id = loop {
         assert!(Instant::now() < deadline, "no job was submitted");
         if let Some(id) = try_events(dir2.path()).iter().find_map(|(k, _, b)| {
-            (k == "farm-job")
-                .then(|| b["job"].as_str().map(str::to_owned))
+            (k == "host-checkpoint")
+                .then(|| b["data"]["job"].as_str().map(str::to_owned))
                 .flatten()
         }) {
             break id;
@@ -466,7 +469,7 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
             let e = journal_events(&state);
             e.iter().filter(|(k, _, _)| k == "boot-finished").count() >= 4
                 && e.last()
-                    .is_some_and(|(k, _, b)| k == "farm-job" && b["job"].is_string())
+                    .is_some_and(|(k, _, b)| k == "host-checkpoint" && b["data"]["job"].is_string())
         }
     });
     let before = journal_events(&state);
@@ -479,12 +482,12 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
     let done_before = finished(&before);
     let in_flight: Vec<(String, u64, String)> = before
         .iter()
-        .filter(|(k, _, b)| k == "farm-job" && b["job"].is_string())
+        .filter(|(k, _, b)| k == "host-checkpoint" && b["data"]["job"].is_string())
         .map(|(_, c, b)| {
             (
                 c.clone().unwrap(),
                 b["boot"].as_u64().unwrap(),
-                b["job"].as_str().unwrap().to_owned(),
+                b["data"]["job"].as_str().unwrap().to_owned(),
             )
         })
         .filter(|(c, n, _)| !done_before.contains(&(c.clone(), *n)))
@@ -539,9 +542,9 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
         let tokens: std::collections::HashSet<&str> = events
             .iter()
             .filter(|(k, ec, b)| {
-                k == "farm-job" && ec.as_deref() == Some(c) && b["boot"].as_u64() == Some(*n)
+                k == "host-checkpoint" && ec.as_deref() == Some(c) && b["boot"].as_u64() == Some(*n)
             })
-            .map(|(_, _, b)| b["token"].as_str().unwrap())
+            .map(|(_, _, b)| b["data"]["token"].as_str().unwrap())
             .collect();
         assert_eq!(tokens.len(), 1, "boot {n} of {c} was submitted again");
         assert!(

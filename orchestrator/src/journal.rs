@@ -194,6 +194,23 @@ pub enum HuntEnd {
     },
 }
 
+/// A host's record of one boot, as journalled ([`Event::HostCheckpoint`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The host that wrote it.
+    pub host: String,
+    /// What the host needs to take the boot up again; only that host reads it.
+    pub data: serde_json::Value,
+}
+
+impl Checkpoint {
+    /// The host's name for what the boot runs as, when it has one (a farm's job id): for
+    /// `firstbad status`.
+    pub fn job(&self) -> Option<&str> {
+        self.data.get("job").and_then(serde_json::Value::as_str)
+    }
+}
+
 /// One journal entry.
 #[allow(clippy::large_enum_variant)] // see BootOutcome
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -337,10 +354,22 @@ pub enum Event {
         /// The error, for a person.
         reason: String,
     },
-    /// A boot handed to a farm (a `kind = "lava"` host): written with `job` unset before the
-    /// job is submitted, then again with the id the farm gave it, so that a resumed hunt
-    /// re-attaches to the job (by id, or by `token` in its definition) instead of submitting
-    /// it twice.
+    /// A host's write-ahead record of a boot under way ([`crate::exec::checkpoint`]): a farm
+    /// writes one with its token before it submits the job, then one with the id the farm gave
+    /// it, so that a resumed hunt takes the boot up again (the last checkpoint goes back to the
+    /// host) instead of doing it twice.
+    HostCheckpoint {
+        /// The commit.
+        commit: String,
+        /// Its boot number.
+        boot: u32,
+        /// The host.
+        host: String,
+        /// What the host needs to take the boot up again (a farm: `token`, `job`).
+        data: serde_json::Value,
+    },
+    /// What a farm journalled before checkpoints were generic (journals of 2026-12-02 to
+    /// 2026-12-04): read as the checkpoint `{"token", "job"}` of its host, never written.
     FarmJob {
         /// The commit.
         commit: String,
@@ -715,6 +744,7 @@ impl Journal {
             | Event::BootStarted { commit, .. }
             | Event::BootFinished { commit, .. }
             | Event::FarmJob { commit, .. }
+            | Event::HostCheckpoint { commit, .. }
             | Event::TestStarted { commit, .. }
             | Event::TestFinished { commit, .. }
             | Event::TestCancelled { commit, .. }

@@ -8,6 +8,7 @@
 //! after transient errors have been retried with backoff; on the last host it stops the
 //! hunt once the other running steps are journalled.
 
+pub mod checkpoint;
 pub mod kernel;
 
 use crate::build::BuildError;
@@ -48,8 +49,8 @@ pub struct BootJob {
     pub release: String,
     /// Where its console goes.
     pub console: PathBuf,
-    /// A farm boot's way to the journal, and its job of an earlier run.
-    pub farm: crate::hosts::lava::FarmLink,
+    /// The boot's way to the journal while it runs, and the checkpoint an earlier run left.
+    pub checkpoint: checkpoint::CheckpointLink,
 }
 
 /// A test host: boots a kernel and runs the workload.
@@ -77,6 +78,27 @@ pub trait TestHost: Send + Sync + 'static {
     /// Kills the run of `commit`'s command, if this host is running it (a journalled
     /// `TestCancelled`); its `test` then ends with the kill.
     fn cancel(&self, _commit: &str) {}
+    /// At the end of a hunt: the checkpoints of this host's boots that an interrupted run
+    /// left and this run did not take up (a farm cancels the jobs nobody will read).
+    fn left_over(self: Arc<Self>, _checkpoints: Vec<checkpoint::Checkpoint>) -> Task<()> {
+        Box::pin(async {})
+    }
+}
+
+/// Hands each host the checkpoints of its boots that the hunt left untaken
+/// ([`TestHost::left_over`]).
+pub async fn left_over<H: TestHost + ?Sized>(state: &HuntState, hosts: &[Arc<H>]) {
+    for h in hosts {
+        let mine: Vec<checkpoint::Checkpoint> = state
+            .checkpoints
+            .values()
+            .filter(|c| c.host == h.name())
+            .cloned()
+            .collect();
+        if !mine.is_empty() {
+            Arc::clone(h).left_over(mine).await;
+        }
+    }
 }
 
 /// Host errors that may pass: retried this many times, with doubling waits from
@@ -106,7 +128,7 @@ pub struct Paths {
 }
 
 /// Runs the hunt with `driver` until it ends or stops; `state` is the journal's fold so far.
-pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
+pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
     driver: &mut Driver,
     state: &mut HuntState,
     journal: &R,
@@ -127,8 +149,8 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
         })
         .collect();
     let mut running: FuturesUnordered<Task<Done>> = FuturesUnordered::new();
-    // Farm boots journal their jobs through this, while they run.
-    let (notes, mut farm_notes) = tokio::sync::mpsc::unbounded_channel();
+    // Boots journal their hosts' checkpoints through this, while they run.
+    let (notes, mut checkpoints) = tokio::sync::mpsc::unbounded_channel();
     let mut stop: Option<HuntError> = None;
     let mut stopping = false;
     loop {
@@ -254,9 +276,9 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
                             boot,
                             image,
                             release: kernel_release,
-                            farm: crate::hosts::lava::FarmLink::new(
+                            checkpoint: checkpoint::CheckpointLink::new(
                                 notes.clone(),
-                                state.farm_jobs.get(&(commit.clone(), boot)).cloned(),
+                                state.checkpoints.get(&(commit.clone(), boot)).cloned(),
                             ),
                         };
                         let span = tracing::info_span!("boot", commit = short(&commit), boot, host = %host);
@@ -274,8 +296,8 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
         }
         let next = tokio::select! {
             done = running.next() => done,
-            Some(note) = farm_notes.recv() => {
-                record_farm_job(journal, state, note)?;
+            Some(note) = checkpoints.recv() => {
+                checkpoint::record_checkpoint(journal, state, note)?;
                 continue;
             }
         };
@@ -410,29 +432,8 @@ pub async fn drive<B: Builder, H: TestHost, R: Recorder>(
     }
 }
 
-/// Journals a farm boot's job, then tells the boot it may go on.
-pub fn record_farm_job<R: Recorder>(
-    journal: &R,
-    state: &mut HuntState,
-    note: crate::hosts::lava::FarmNote,
-) -> Result<(), HuntError> {
-    record(
-        journal,
-        state,
-        Event::FarmJob {
-            commit: note.commit,
-            boot: note.boot,
-            host: note.host,
-            token: note.token,
-            job: note.job,
-        },
-    )?;
-    let _ = note.done.send(());
-    Ok(())
-}
-
 /// The host (a checkout) of a command hunt's job.
-fn host_of<H>(hosts: &[Arc<H>], job: u32) -> Result<&Arc<H>, HuntError> {
+fn host_of<H: ?Sized>(hosts: &[Arc<H>], job: u32) -> Result<&Arc<H>, HuntError> {
     hosts.get(job as usize).ok_or_else(|| {
         HuntError::Infrastructure(format!(
             "the driver chose checkout {job}, which this hunt does not have"
@@ -441,7 +442,7 @@ fn host_of<H>(hosts: &[Arc<H>], job: u32) -> Result<&Arc<H>, HuntError> {
 }
 
 /// Journals the kill of every command still running, and kills them.
-fn cancel_tests<H: TestHost, R: Recorder>(
+fn cancel_tests<H: TestHost + ?Sized, R: Recorder>(
     journal: &R,
     state: &mut HuntState,
     hosts: &[Arc<H>],
@@ -458,7 +459,7 @@ fn cancel_tests<H: TestHost, R: Recorder>(
 }
 
 /// Journals the kill of the run of `commit` on checkout `job`, then kills it.
-fn cancel_test<H: TestHost, R: Recorder>(
+fn cancel_test<H: TestHost + ?Sized, R: Recorder>(
     journal: &R,
     state: &mut HuntState,
     hosts: &[Arc<H>],
@@ -479,7 +480,10 @@ fn cancel_test<H: TestHost, R: Recorder>(
 }
 
 /// A boot on `host`, retried after a transient host error ([`RETRIES`], doubling waits).
-fn with_retries<H: TestHost>(host: Arc<H>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+fn with_retries<H: TestHost + ?Sized>(
+    host: Arc<H>,
+    job: BootJob,
+) -> Task<Result<BootOutcome, HostError>> {
     Box::pin(async move {
         let mut wait = RETRY_FIRST_WAIT;
         let mut attempt = 0;

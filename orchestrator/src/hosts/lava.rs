@@ -6,7 +6,8 @@
 //! ([`firstbad_wire::oneshot`]), which LAVA keeps in the job's log. firstbad never needs to
 //! reach the device: it submits the job through the REST API, follows the job and its log, and
 //! reads the result from the log. So a result survives a firstbad restart: a resumed hunt
-//! re-attaches to the job ([`FarmLink::resume`]) and reads what the job printed meanwhile.
+//! re-attaches to the job (its [`JobMark`], the boot's checkpoint) and reads what the job
+//! printed meanwhile.
 //!
 //! What LAVA says is mapped so that no verdict ever comes from the farm's trouble (facts in
 //! docs/lava.md): an Incomplete or Canceled job, an infrastructure error, a device lost
@@ -14,9 +15,10 @@
 //! waited for, with backoff, up to `server_deadline_s`, and then a host error naming it.
 
 use super::{ConsoleScanner, HostError};
-use crate::config::{LavaConfig, LavaToken};
+use crate::config::{LavaConfig, LavaToken, WorkloadConfig};
+use crate::exec::checkpoint::{Checkpoint, CheckpointLink};
+use crate::exec::{BootJob, Task, TestHost};
 use crate::hosts::cpio::Archive;
-use crate::hunt::state::FarmJobRecord;
 use crate::journal::BootOutcome;
 use firstbad_wire::oneshot::Decoder;
 use firstbad_wire::Workload;
@@ -34,70 +36,36 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long a job that printed its result may take to end (the guest powers off at once).
 const END_GRACE: Duration = Duration::from_secs(120);
 
-/// What a farm boot journals through the executor, and what the journal held of it.
-#[derive(Debug, Clone, Default)]
-pub struct FarmLink {
-    /// The job an earlier run journalled for this boot (same commit, same boot number).
-    pub resume: Option<FarmJobRecord>,
-    notes: Option<tokio::sync::mpsc::UnboundedSender<FarmNote>>,
-}
-
-/// A `FarmJob` event to journal; `done` is answered once it is on disk (or the journal
-/// failed: then the sender is dropped and the boot does not go on).
-#[derive(Debug)]
-pub struct FarmNote {
-    /// The commit.
-    pub commit: String,
-    /// Its boot number.
-    pub boot: u32,
-    /// The farm host.
-    pub host: String,
-    /// firstbad's token in the job.
+/// What a farm boot's checkpoints hold ([`crate::exec::checkpoint`]): firstbad's token, written
+/// into the job's definition, journalled before the job is submitted, and the farm's id of the
+/// job once it gave one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JobMark {
+    /// firstbad's token in the job's definition.
     pub token: String,
-    /// The farm's id, once given.
+    /// The farm's id, once it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
-    /// Answered when journalled.
-    pub done: tokio::sync::oneshot::Sender<()>,
 }
 
-impl FarmLink {
-    /// A link whose notes go to `notes`, resuming `resume`.
-    pub fn new(
-        notes: tokio::sync::mpsc::UnboundedSender<FarmNote>,
-        resume: Option<FarmJobRecord>,
-    ) -> FarmLink {
-        FarmLink {
-            resume,
-            notes: Some(notes),
-        }
+impl JobMark {
+    /// The mark a checkpoint of this host holds; `None` for another host's or one that is not
+    /// a mark.
+    fn of(c: &Checkpoint, host: &str) -> Option<JobMark> {
+        (c.host == host)
+            .then(|| serde_json::from_value(c.data.clone()).ok())
+            .flatten()
     }
 
-    /// Journals a farm job and waits until it is on disk.
-    async fn note(
+    /// Journals the mark as the boot's checkpoint, and waits until it is on disk.
+    async fn write(
         &self,
-        commit: &str,
-        boot: u32,
+        link: &CheckpointLink,
+        b: &FarmBoot<'_>,
         host: &str,
-        token: &str,
-        job: Option<&str>,
     ) -> Result<(), HostError> {
-        let Some(notes) = &self.notes else {
-            return Err(HostError::Missing(
-                "a farm boot needs the journal: a bug in firstbad".into(),
-            ));
-        };
-        let (done, written) = tokio::sync::oneshot::channel();
-        let note = FarmNote {
-            commit: commit.to_owned(),
-            boot,
-            host: host.to_owned(),
-            token: token.to_owned(),
-            job: job.map(str::to_owned),
-            done,
-        };
-        let failed = || HostError::Missing("the journal refused a farm job: the hunt stops".into());
-        notes.send(note).map_err(|_| failed())?;
-        written.await.map_err(|_| failed())
+        let data = serde_json::to_value(self).expect("a job mark serialises");
+        link.write(b.commit, b.boot, host, data).await
     }
 }
 
@@ -120,7 +88,68 @@ pub struct FarmBoot<'a> {
     /// The workload's own timeout.
     pub workload_timeout_s: u64,
     /// The journal's side.
-    pub link: &'a FarmLink,
+    pub link: &'a CheckpointLink,
+}
+
+/// A LAVA farm as the executor's test host: one host of `jobs` boots at once in the pool, each
+/// boot a job whose token and id are the boot's checkpoints.
+pub struct Farm {
+    lava: std::sync::Arc<LavaHost>,
+    workload: WorkloadConfig,
+    /// [`super::machine::test_delay`].
+    delay: Duration,
+}
+
+impl Farm {
+    /// The farm `lava` running `workload`.
+    pub fn new(lava: std::sync::Arc<LavaHost>, workload: &WorkloadConfig) -> Farm {
+        Farm {
+            delay: super::machine::test_delay(lava.name()),
+            lava,
+            workload: workload.clone(),
+        }
+    }
+}
+
+impl TestHost for Farm {
+    fn name(&self) -> &str {
+        self.lava.name()
+    }
+
+    fn capacity(&self) -> usize {
+        self.lava.jobs()
+    }
+
+    fn boot(self: std::sync::Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {
+        Box::pin(async move {
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
+            // A farm runs several boots at once: no lock.
+            crate::exec::kernel::status("submitting");
+            self.lava
+                .boot(FarmBoot {
+                    commit: &job.commit,
+                    boot: job.boot,
+                    image: &job.image,
+                    release: &job.release,
+                    console: &job.console,
+                    workload: &self.workload.workload,
+                    metric: &self.workload.metric,
+                    workload_timeout_s: self.workload.timeout_s,
+                    link: &job.checkpoint,
+                })
+                .await
+        })
+    }
+
+    fn left_over(self: std::sync::Arc<Self>, checkpoints: Vec<Checkpoint>) -> Task<()> {
+        Box::pin(async move {
+            for c in &checkpoints {
+                self.lava.cancel_left_over(c).await;
+            }
+        })
+    }
 }
 
 /// A LAVA farm.
@@ -434,7 +463,10 @@ impl LavaHost {
     }
 
     /// Cancels the job an earlier run left for a boot the hunt no longer needs.
-    pub async fn cancel_left_over(&self, record: &FarmJobRecord) {
+    pub async fn cancel_left_over(&self, left: &Checkpoint) {
+        let Some(record) = JobMark::of(left, &self.name) else {
+            return;
+        };
         let id = match &record.job {
             Some(id) => Some(id.clone()),
             None => self.find(&record.token).await.ok().flatten(),
@@ -708,15 +740,23 @@ impl LavaHost {
 
         // Re-attach to the job an earlier run journalled, by id, else by its token.
         let mut attached = None;
-        if let Some(r) = b.link.resume.as_ref().filter(|r| r.host == self.name) {
+        if let Some(r) = b
+            .link
+            .resume
+            .as_ref()
+            .and_then(|c| JobMark::of(c, &self.name))
+        {
             let id = match &r.job {
                 Some(id) => Some(id.clone()),
                 None => {
                     let found = self.find(&r.token).await?;
                     if let Some(id) = &found {
-                        b.link
-                            .note(b.commit, b.boot, &self.name, &r.token, Some(id))
-                            .await?;
+                        JobMark {
+                            token: r.token.clone(),
+                            job: Some(id.clone()),
+                        }
+                        .write(b.link, &b, &self.name)
+                        .await?;
                     }
                     found
                 }
@@ -753,13 +793,14 @@ impl LavaHost {
                     }
                 })?;
                 // The intent is on disk before the job exists.
-                b.link
-                    .note(b.commit, b.boot, &self.name, &token, None)
-                    .await?;
+                let mut mark = JobMark {
+                    token: token.clone(),
+                    job: None,
+                };
+                mark.write(b.link, &b, &self.name).await?;
                 let id = self.submit(&definition, &token).await?;
-                b.link
-                    .note(b.commit, b.boot, &self.name, &token, Some(&id))
-                    .await?;
+                mark.job = Some(id.clone());
+                mark.write(b.link, &b, &self.name).await?;
                 say.line(&format!(
                     "[lava] submitted job {id} to {} ({token})",
                     self.cfg.server
@@ -1084,7 +1125,7 @@ mod tests {
     fn a_finished_job_is_measured_only_with_its_result_and_the_right_kernel() {
         let workload: Workload =
             toml::from_str(include_str!("../../../workloads/fsync-latency.toml")).unwrap();
-        let link = FarmLink::default();
+        let link = CheckpointLink::default();
         let b = FarmBoot {
             commit: "0123456789abcdef",
             boot: 1,

@@ -7,6 +7,7 @@
 
 pub mod cpio;
 pub mod lava;
+pub mod machine;
 pub mod modules;
 pub mod qemu;
 pub mod ssh;
@@ -203,22 +204,6 @@ impl Host {
         }
     }
 
-    /// The farm behind this host, if it is one: its boots are jobs, not sessions.
-    pub fn farm(&self) -> Option<&std::sync::Arc<lava::LavaHost>> {
-        match self {
-            Host::Lava(l) => Some(l),
-            _ => None,
-        }
-    }
-
-    /// Boots it runs at once: a machine one, a farm its `jobs`.
-    pub fn capacity(&self) -> usize {
-        match self {
-            Host::Lava(l) => l.jobs(),
-            _ => 1,
-        }
-    }
-
     /// The host's name.
     pub fn name(&self) -> &str {
         match self {
@@ -257,7 +242,7 @@ impl Host {
                 .await
                 .map(|s| Session::Ssh(Box::new(s))),
             Host::Lava(h) => Err(Err(HostError::Missing(format!(
-                "host {}: a farm's boots are jobs (Host::farm), not sessions: a bug in firstbad",
+                "host {}: a farm's boots are jobs (lava::Farm), not sessions: a bug in firstbad",
                 h.name()
             )))),
         }

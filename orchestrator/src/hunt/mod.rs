@@ -25,8 +25,7 @@ use crate::build::{BuildError, Builder};
 use crate::config::Build;
 use crate::config::{ClassifyMode, Direction, HuntConfig};
 use crate::error::exit_code;
-use crate::exec::kernel::{KernelBuilder, KernelHost, Kernels};
-use crate::exec::TestHost as _;
+use crate::exec::kernel::{KernelBuilder, Kernels};
 use crate::hosts::{Host, HostError};
 use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal, JournalError};
 use crate::prebuilt;
@@ -354,10 +353,7 @@ async fn engine(
     }
 
     let (builder, hosts) = prepare(cfg, state_dir, &state.retired, kernels).await?;
-    let hosts: Vec<Arc<KernelHost>> = hosts
-        .into_iter()
-        .map(|h| Arc::new(KernelHost::new(h, &cfg.workload)))
-        .collect();
+    let hosts = crate::hosts::machine::test_hosts(hosts, &cfg.workload);
     let first_parent = first_parent(range.history, kernels);
     let plan = Plan {
         seed: hunt_seed(&good, &range.bad),
@@ -396,16 +392,9 @@ async fn engine(
         tracing::info_span!("hunt", name = %cfg.name),
     )
     .await?;
-    // Farm jobs an interrupted run left that this run did not take up: nobody reads them.
-    for record in state.farm_jobs.values() {
-        if let Some(farm) = hosts
-            .iter()
-            .find(|k| k.name() == record.host)
-            .and_then(|k| k.farm())
-        {
-            farm.cancel_left_over(record).await;
-        }
-    }
+    // Boots an interrupted run left that this run did not take up (a farm's jobs): nobody
+    // reads them.
+    crate::exec::left_over(&state, &hosts).await;
     state_dir::confirm_saved(&journal, &end)?;
     Ok(Outcome {
         exit_code: end_code(&end, state.confirmation.as_ref()),
@@ -731,8 +720,10 @@ pub async fn try_revision(
     else {
         return Ok((built, None));
     };
-    let host = hosts[0].name().to_owned();
-    let (notes, mut farm_notes) = tokio::sync::mpsc::unbounded_channel();
+    let test_host =
+        crate::hosts::machine::test_hosts(vec![hosts.remove(0)], &cfg.workload).remove(0);
+    let host = test_host.name().to_owned();
+    let (notes, mut checkpoints) = tokio::sync::mpsc::unbounded_channel();
     let job = crate::exec::BootJob {
         commit: commit.clone(),
         boot: 1,
@@ -742,7 +733,7 @@ pub async fn try_revision(
         console: dir
             .join("consoles")
             .join(format!("{}-boot1.log", short(&commit))),
-        farm: crate::hosts::lava::FarmLink::new(notes, None),
+        checkpoint: crate::exec::checkpoint::CheckpointLink::new(notes, None),
     };
     let started = Event::BootStarted {
         commit: c.clone(),
@@ -751,16 +742,16 @@ pub async fn try_revision(
     };
     record(&journal, &mut state, started)?;
     let boot = tracing::Instrument::instrument(
-        crate::exec::kernel::boot_and_measure(&mut hosts[0], &job, &cfg.workload),
+        Arc::clone(&test_host).boot(job),
         tracing::info_span!("boot", commit = short(&commit), boot = 1, host = %host),
     );
     tokio::pin!(boot);
-    // A farm boot journals its job while it runs.
+    // A host journals its checkpoints (a farm's job) while the boot runs.
     let boot = loop {
         tokio::select! {
             b = &mut boot => break b?,
-            Some(note) = farm_notes.recv() => {
-                crate::exec::record_farm_job(&journal, &mut state, note)?;
+            Some(note) = checkpoints.recv() => {
+                crate::exec::checkpoint::record_checkpoint(&journal, &mut state, note)?;
             }
         }
     };

@@ -4,6 +4,7 @@
 //! a resumed hunt applies the same events in the same order. So the state a rerun starts from
 //! is, field for field, the state the killed run had after its last journalled event.
 
+use crate::journal::Checkpoint;
 use crate::journal::{
     BootOutcome, BuildOutcome, Entry, Event, HuntEnd, RangeInfo, TestOutcome, Verdict,
 };
@@ -156,20 +157,9 @@ pub struct HuntState {
     pub tests_unjudged: Vec<(String, u32, TestOutcome)>,
     /// Runs of the command finished in the hunt, cancelled ones too.
     pub tests_finished: usize,
-    /// Farm jobs of boots not finished (an interrupted run's too, for re-attaching), by commit
-    /// and boot number: the last `FarmJob` of each.
-    pub farm_jobs: BTreeMap<(String, u32), FarmJobRecord>,
-}
-
-/// What the journal holds of a boot's farm job ([`Event::FarmJob`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FarmJobRecord {
-    /// The farm host.
-    pub host: String,
-    /// firstbad's token in the job's definition.
-    pub token: String,
-    /// The farm's id, once it gave one.
-    pub job: Option<String>,
+    /// Host checkpoints of boots not finished (an interrupted run's too, for taking them up
+    /// again), by commit and boot number: the last of each.
+    pub checkpoints: BTreeMap<(String, u32), Checkpoint>,
 }
 
 impl HuntState {
@@ -218,7 +208,7 @@ impl HuntState {
                     Some(Running::Boot { started, .. }) => started,
                     _ => self.boots_started.saturating_sub(1),
                 };
-                self.farm_jobs.remove(&(commit.clone(), *boot));
+                self.checkpoints.remove(&(commit.clone(), *boot));
                 let seq = self.boots_finished;
                 self.boots_finished += 1;
                 self.boots
@@ -292,6 +282,20 @@ impl HuntState {
                 self.retired.push((host.clone(), reason.clone()))
             }
             Event::HostRestored { host } => self.retired.retain(|(h, _)| h != host),
+            Event::HostCheckpoint {
+                commit,
+                boot,
+                host,
+                data,
+            } => {
+                self.checkpoints.insert(
+                    (commit.clone(), *boot),
+                    Checkpoint {
+                        host: host.clone(),
+                        data: data.clone(),
+                    },
+                );
+            }
             Event::FarmJob {
                 commit,
                 boot,
@@ -299,12 +303,11 @@ impl HuntState {
                 token,
                 job,
             } => {
-                self.farm_jobs.insert(
+                self.checkpoints.insert(
                     (commit.clone(), *boot),
-                    FarmJobRecord {
+                    Checkpoint {
                         host: host.clone(),
-                        token: token.clone(),
-                        job: job.clone(),
+                        data: serde_json::json!({ "token": token, "job": job }),
                     },
                 );
             }
@@ -435,11 +438,11 @@ impl HuntState {
             })
     }
 
-    /// The number of the next boot of `commit` on `host`: the number of a farm job an earlier
-    /// run journalled for it there and nobody runs now (the host re-attaches to that job),
+    /// The number of the next boot of `commit` on `host`: the number of a boot an earlier run
+    /// left a checkpoint of there and nobody runs now (the host takes that boot up again),
     /// else [`HuntState::next_boot_number`].
     pub fn boot_number_on(&self, commit: &str, host: &str) -> u32 {
-        self.farm_jobs
+        self.checkpoints
             .iter()
             .find(|((c, b), r)| {
                 c == commit
@@ -562,6 +565,43 @@ impl HuntState {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    // Issue 30: a farm's job is the boot's host checkpoint, one event kind for every host; a
+    // journal written before (farm-job events) resumes with the same checkpoints.
+    #[test]
+    fn host_checkpoints_and_the_farm_jobs_of_older_journals_are_one_record_per_boot() {
+        let mut s = HuntState::default();
+        s.apply(&Event::FarmJob {
+            commit: "c1".into(),
+            boot: 2,
+            host: "farm".into(),
+            token: "fb-c1-2-x".into(),
+            job: None,
+        });
+        s.apply(&Event::HostCheckpoint {
+            commit: "c2".into(),
+            boot: 1,
+            host: "farm".into(),
+            data: serde_json::json!({ "token": "fb-c2-1-y", "job": "12" }),
+        });
+        let c1 = &s.checkpoints[&("c1".to_owned(), 2)];
+        assert_eq!(c1.data["token"], "fb-c1-2-x");
+        assert_eq!(c1.job(), None, "no id yet");
+        assert_eq!(s.checkpoints[&("c2".to_owned(), 1)].job(), Some("12"));
+        // The boot is taken up again under its number on its host, and nowhere else.
+        assert_eq!(s.boot_number_on("c1", "farm"), 2);
+        assert_eq!(s.boot_number_on("c1", "vm1"), 1);
+        s.apply(&Event::BootFinished {
+            commit: "c2".into(),
+            boot: 1,
+            host: "farm".into(),
+            outcome: failed("farm"),
+        });
+        assert!(
+            !s.checkpoints.contains_key(&("c2".to_owned(), 1)),
+            "a finished boot needs none"
+        );
+    }
 
     fn failed(host: &str) -> BootOutcome {
         BootOutcome::Failed {

@@ -247,10 +247,10 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
                         _ => None,
                     })?;
                     let job = state
-                        .farm_jobs
+                        .checkpoints
                         .get(&(commit.clone(), *boot))
-                        .and_then(|j| j.job.as_deref())
-                        .map(|id| format!(" (LAVA job {id})"))
+                        .and_then(|c| c.job())
+                        .map(|id| format!(" (job {id})"))
                         .unwrap_or_default();
                     Some(format!(
                         "running boot {boot} of {} for {}{job}",
