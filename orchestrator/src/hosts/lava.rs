@@ -781,7 +781,7 @@ impl LavaHost {
                     "fb-{}-{}-{}",
                     crate::hunt::short(b.commit),
                     b.boot,
-                    &super::qemu::random_token()[..16]
+                    &super::session::random_token()[..16]
                 );
                 let dir = self.work.join("jobs").join(&token);
                 self.images(&b, &token, &dir).await?;
@@ -988,8 +988,8 @@ impl Seen {
             }
         }
         match (self.decoder.outcome(), identity) {
-            (Some(Ok(result)), Some(idn)) => match result.metrics.get(b.metric) {
-                Some(&value) if value.is_finite() => BootOutcome::Measured {
+            (Some(Ok(result)), Some(idn)) => match super::metric_value(&result, b.metric) {
+                Ok(value) => BootOutcome::Measured {
                     kernel_release: idn.kernel_release.clone(),
                     boot_id: idn.boot_id.clone(),
                     value,
@@ -1000,10 +1000,7 @@ impl Seen {
                     },
                     result,
                 },
-                _ => failed(match result.unavailable.get(b.metric) {
-                    Some(why) => format!("the workload could not give {}: {why}", b.metric),
-                    None => format!("the workload reported no {} metric", b.metric),
-                }),
+                Err(reason) => failed(reason),
             },
             (Some(Err(why)), _) => failed(format!("workload failed: {why} (LAVA job {id})")),
             _ => {

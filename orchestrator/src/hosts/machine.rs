@@ -126,8 +126,8 @@ async fn boot_and_measure(
             console: failure.console,
             untestable: false,
         },
-        Ok(result) => match result.metrics.get(&workload.metric) {
-            Some(&value) if value.is_finite() => BootOutcome::Measured {
+        Ok(result) => match super::metric_value(&result, &workload.metric) {
+            Ok(value) => BootOutcome::Measured {
                 kernel_release: identity.kernel_release,
                 boot_id: identity.boot_id,
                 value,
@@ -135,13 +135,8 @@ async fn boot_and_measure(
                 console: console.to_owned(),
                 boot_seconds,
             },
-            // A metric the agent could not compute is a failed boot that says why, never
-            // a value (issue 19, finding 4).
-            _ => BootOutcome::Failed {
-                reason: match result.unavailable.get(&workload.metric) {
-                    Some(why) => format!("the workload could not give {}: {why}", workload.metric),
-                    None => format!("the workload reported no {} metric", workload.metric),
-                },
+            Err(reason) => BootOutcome::Failed {
+                reason,
                 console: console.to_owned(),
                 untestable: false,
             },

@@ -10,6 +10,7 @@ pub mod lava;
 pub mod machine;
 pub mod modules;
 pub mod qemu;
+pub mod session;
 pub mod ssh;
 pub mod ssh_conn;
 
@@ -85,6 +86,20 @@ pub fn fatal_marker(line: &str) -> Option<&'static str> {
         .iter()
         .copied()
         .find(|m| line.contains(m))
+}
+
+/// The hunt's value of a boot's workload `result`: its `metric`, when the agent computed it
+/// and the statistics can compare it; else why not, the reason of a failed boot, never a
+/// value (issue 19, finding 4: a metric the agent could not compute; issue 32, finding 3: a
+/// value at or below zero).
+pub fn metric_value(result: &WorkloadResult, metric: &str) -> Result<f64, String> {
+    match result.metrics.get(metric) {
+        Some(&value) => crate::sequential::comparable(metric, value).map_err(|e| e.to_string()),
+        None => Err(match result.unavailable.get(metric) {
+            Some(why) => format!("the workload could not give {metric}: {why}"),
+            None => format!("the workload reported no {metric} metric"),
+        }),
+    }
 }
 
 /// The kernel's boot banner; a second one in one boot's console is a silent reboot.

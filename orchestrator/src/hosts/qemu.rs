@@ -148,7 +148,7 @@ impl QemuHost {
                 .map_err(io("creating the console log directory"))
                 .map_err(Err)?;
         }
-        let token = random_token();
+        let token = super::session::random_token();
         let mut initramfs = self.base_initramfs().map_err(Err)?;
         let mut extra = Archive::new();
         extra.file("etc/firstbad/token", 0o600, format!("{token}\n").as_bytes());
@@ -264,12 +264,7 @@ impl QemuHost {
                             .into(),
                     )))
                 }
-                Err(_) => {
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-                        _ = fatal.changed() => {}
-                    }
-                }
+                Err(_) => super::session::pause(&mut fatal, Duration::from_millis(500)).await,
             }
         };
         if identity.kernel_release != expected_release {
@@ -296,28 +291,18 @@ impl Session {
         workload: &Workload,
         timeout: Duration,
     ) -> Result<WorkloadResult, BootFailure> {
-        let fail = |reason: String| BootFailure {
-            reason,
-            console: self.console.clone(),
-        };
+        // The console is qemu's stdout: closed, the VM is gone.
+        let closed = super::session::Closed::Fails("qemu exited during the workload");
         let client = self.client.clone();
-        let run = client.run(workload, timeout);
-        tokio::pin!(run);
-        loop {
-            tokio::select! {
-                r = &mut run => return r.map_err(|e| fail(format!("workload failed: {e}"))),
-                changed = self.fatal.changed() => {
-                    if changed.is_err() {
-                        // Console closed: qemu is gone.
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        return Err(fail("qemu exited during the workload".into()));
-                    }
-                    if let Some(line) = self.fatal.borrow().clone() {
-                        return Err(fail(format!("kernel failed during the workload: {line}")));
-                    }
-                }
-            }
-        }
+        super::session::run_watched(
+            &client,
+            workload,
+            timeout,
+            &mut self.fatal,
+            &self.console,
+            closed,
+        )
+        .await
     }
 
     /// Stops the VM.
@@ -456,14 +441,6 @@ async fn probe_kvm(image: &Path) -> bool {
 fn free_port() -> Result<u16, HostError> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
     Ok(l.local_addr().map_err(io("finding a free port"))?.port())
-}
-
-pub(super) fn random_token() -> String {
-    use rand::Rng;
-    let mut rng = rand::thread_rng();
-    (0..32)
-        .map(|_| format!("{:x}", rng.gen::<u8>() & 0xf))
-        .collect()
 }
 
 pub(super) fn which(prog: &str) -> Option<PathBuf> {

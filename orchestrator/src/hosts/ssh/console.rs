@@ -27,8 +27,9 @@ pub(super) async fn start_console(
         let _ = file
             .write_all(b"[firstbad] no console command configured (hosts.console)\n")
             .await;
-        // Keep the sender alive so that the receiver never reports a closed console.
-        std::mem::forget(tx);
+        // No console: the sender is dropped, and a closed console means nothing on this host
+        // (`session::Closed::Ignored`).
+        drop(tx);
         return Ok((None, rx));
     };
     let mut c = tokio::process::Command::new("sh");
@@ -50,9 +51,9 @@ pub(super) async fn start_console(
     let out = child.stdout.take().expect("stdout is piped");
     let err = child.stderr.take().expect("stderr is piped");
     tokio::spawn(async move {
-        let tx = crate::hosts::copy_console(out, err, "console command", file, tx).await;
-        // The console command ended; a closed console is not a failed kernel.
-        std::mem::forget(tx);
+        // The console command ended: the sender is dropped, which is not a failed kernel
+        // (`session::Closed::Ignored`).
+        drop(crate::hosts::copy_console(out, err, "console command", file, tx).await);
     });
     Ok((Some(child), rx))
 }

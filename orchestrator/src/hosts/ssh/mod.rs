@@ -205,10 +205,7 @@ impl SshHost {
                 },
                 Err(e) => last = e.to_string(),
             }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = fatal.changed() => {}
-            }
+            crate::hosts::session::pause(&mut fatal, Duration::from_secs(1)).await;
         }
     }
 
@@ -314,7 +311,7 @@ impl SshHost {
         }
 
         // 6. The agent, with a fresh token.
-        let token = random_token();
+        let token = crate::hosts::session::random_token();
         let agent = format!("{dir}/firstbad-agent");
         let token_file = format!("{dir}/token");
         let scratch = format!("{dir}/scratch");
@@ -431,26 +428,19 @@ impl Session {
         workload: &Workload,
         timeout: Duration,
     ) -> Result<WorkloadResult, BootFailure> {
-        let fail = |reason: String| BootFailure {
-            reason,
-            console: self.console.clone(),
-        };
+        // The console is a command of the lab's (a serial server, IPMI SOL): when it ends, it
+        // says nothing about the kernel.
+        let closed = crate::hosts::session::Closed::Ignored;
         let client = self.client.clone();
-        let run = client.run(workload, timeout);
-        tokio::pin!(run);
-        loop {
-            tokio::select! {
-                r = &mut run => return r.map_err(|e| fail(format!("workload failed: {e}"))),
-                changed = self.fatal.changed() => {
-                    if changed.is_err() {
-                        continue;
-                    }
-                    if let Some(line) = self.fatal.borrow().clone() {
-                        return Err(fail(format!("kernel failed during the workload: {line}")));
-                    }
-                }
-            }
-        }
+        crate::hosts::session::run_watched(
+            &client,
+            workload,
+            timeout,
+            &mut self.fatal,
+            &self.console,
+            closed,
+        )
+        .await
     }
 
     /// Stops the agent (best effort, bounded) and the console capture.
@@ -469,12 +459,4 @@ impl Session {
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
     let what = what.into();
     move |source| HostError::Io { what, source }
-}
-
-fn random_token() -> String {
-    use rand::Rng;
-    let mut rng = rand::thread_rng();
-    (0..32)
-        .map(|_| format!("{:x}", rng.gen::<u8>() & 0xf))
-        .collect()
 }
