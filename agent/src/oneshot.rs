@@ -5,7 +5,7 @@
 //! `/etc/firstbad/workload.json` exists, then powers off. The lines on stdout are
 //! [`firstbad_wire::oneshot`]'s; logs go to stderr, as in the server.
 
-use crate::{identity, workloads, Common};
+use crate::{identity, server, workloads, Common};
 use anyhow::Context;
 use firstbad_wire::{oneshot, Workload, WorkloadResult};
 use std::io::Write;
@@ -111,11 +111,57 @@ fn check_and_run(args: &RunArgs) -> Result<WorkloadResult, String> {
 }
 
 /// The workload in `path`, a JSON [`Workload`]; the error names the file.
+///
+/// Only a regular file of at most [`server::BODY_LIMIT`] bytes (the bound of the same JSON
+/// in a `POST /v1/runs`) is read: `/dev/zero` was read to 545 MB and a FIFO blocked the run
+/// for good (issue 32, finding 5). It is opened without waiting (`O_NONBLOCK`: a FIFO
+/// without a writer would block the open itself) and its type checked before any read.
 fn read_workload(path: &Path) -> Result<Workload, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--workload {}: cannot read: {e}", path.display()))?;
-    serde_json::from_str(&text)
-        .map_err(|e| format!("--workload {}: not a workload: {e}", path.display()))
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("--workload {shown}: cannot read: {e}"))?;
+    let kind = file
+        .metadata()
+        .map_err(|e| format!("--workload {shown}: cannot read: {e}"))?
+        .file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(format!(
+            "--workload {shown}: {what}, not a regular file: give the file holding the \
+             workload's JSON"
+        ));
+    }
+    let limit = server::BODY_LIMIT;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("--workload {shown}: cannot read: {e}"))?;
+    if bytes.len() > limit {
+        return Err(format!(
+            "--workload {shown}: more than {limit} bytes, the most a workload may have (one is \
+             a few hundred bytes of JSON)"
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| format!("--workload {shown}: not a workload: not UTF-8 text ({e})"))?;
+    serde_json::from_str(&text).map_err(|e| format!("--workload {shown}: not a workload: {e}"))
 }
 
 /// Prints `lines` on stdout, flushing after each, so that a console sees whole lines.

@@ -5,7 +5,9 @@ mod common;
 use common::TOKEN;
 use firstbad_wire::oneshot::{Decoder, MAX_LINE_BYTES, PREFIX, RESULT_PREFIX};
 use serde_json::{json, Value};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The API tests' small fsync-latency run: 20 fsyncs under one 8 MiB writer, well under 1 s.
 fn small_run() -> Value {
@@ -192,4 +194,61 @@ fn a_token_that_cannot_tag_a_line_prints_nothing_and_exits_2() {
         .expect("scratch")
         .next()
         .is_none());
+}
+
+/// Issue 32, finding 5: `--workload` was read whole whatever it named: `/dev/zero` to 545 MB,
+/// and a FIFO blocked the run for good. Anything but a regular file is refused without a
+/// read, and a regular file past the bound of a `POST /v1/runs` body is refused too; each
+/// with an error line naming the file.
+#[test]
+fn a_workload_that_is_not_a_small_regular_file_is_refused_without_reading_it() {
+    let setup = Setup::new(&small_run().to_string());
+    let dir = setup.dir.path();
+    let fifo = dir.join("workload.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    // Valid JSON all the same: the spaces are whitespace.
+    let big = dir.join("big.json");
+    std::fs::write(&big, format!("{}{}", " ".repeat(1 << 20), small_run())).expect("big");
+    for (path, expected) in [
+        (
+            Path::new("/dev/zero"),
+            "a character device, not a regular file",
+        ),
+        (fifo.as_path(), "a FIFO, not a regular file"),
+        (dir, "a directory, not a regular file"),
+        (big.as_path(), "more than 65536 bytes"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+            .arg("run")
+            .arg("--workload")
+            .arg(path)
+            .arg("--scratch")
+            .arg(setup.scratch())
+            .args(["--token", TOKEN])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run firstbad-agent");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("--workload {}: still reading after 20 s", path.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().expect("output");
+        assert_eq!(out.status.code(), Some(1), "{}", path.display());
+        let err = decode(&out, TOKEN)
+            .outcome()
+            .expect("an error line")
+            .unwrap_err();
+        assert!(
+            err.contains(expected) && err.contains(&path.display().to_string()),
+            "{}: {err}",
+            path.display()
+        );
+    }
 }

@@ -757,7 +757,11 @@ fn print_outcome(
             match &outcome.end {
                 HuntEnd::Found { commit } => {
                     let subject = commits.info(commit).map(|c| c.subject).unwrap_or_default();
-                    println!("first bad commit: {} {subject}", short(commit));
+                    println!(
+                        "first bad commit: {} {}",
+                        short(commit),
+                        firstbad::report::text::one_line(&subject)
+                    );
                     if let Some(c) = &outcome.confirmation {
                         println!(
                             "{}: {}",

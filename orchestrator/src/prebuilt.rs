@@ -59,6 +59,21 @@ fn tool(cmd: &mut Command) -> Result<String, BuildError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `dpkg-deb -f -- DEB Package Version`. Paths come after `--`: a file named `-x.deb` is
+/// a file, not an option (issue 32, finding 9).
+fn deb_fields(deb: &Path) -> Command {
+    let mut c = Command::new("dpkg-deb");
+    c.args(["-f", "--"]).arg(deb).args(["Package", "Version"]);
+    c
+}
+
+/// `dpkg-deb -x -- DEB DIR`, paths after `--` as in [`deb_fields`].
+fn deb_extract(deb: &Path, dir: &Path) -> Command {
+    let mut c = Command::new("dpkg-deb");
+    c.args(["-x", "--"]).arg(deb).arg(dir);
+    c
+}
+
 /// The ids of the list's kernels, in order (a package's version is asked of apt when the hunt
 /// file gives none; files are hashed).
 pub fn resolve(cfg: &PrebuiltConfig) -> Result<Vec<Candidate>, BuildError> {
@@ -74,12 +89,7 @@ pub fn resolve(cfg: &PrebuiltConfig) -> Result<Vec<Candidate>, BuildError> {
                 version: None,
             } => format!("{name}={}", candidate_version(name)?),
             KernelSource::Deb(p) => {
-                let fields = tool(
-                    Command::new("dpkg-deb")
-                        .arg("-f")
-                        .arg(p)
-                        .args(["Package", "Version"]),
-                )?;
+                let fields = tool(&mut deb_fields(p))?;
                 let field = |f: &str| {
                     fields
                         .lines()
@@ -354,7 +364,7 @@ impl PrebuiltBuilder {
             .join(format!("{}.partial", file_name(id)));
         let _ = std::fs::remove_dir_all(&part);
         std::fs::create_dir_all(&part).map_err(io(format!("creating {}", part.display())))?;
-        tool(Command::new("dpkg-deb").arg("-x").arg(deb).arg(&part))?;
+        tool(&mut deb_extract(deb, &part))?;
         let _ = writeln!(log, "dpkg-deb -x {} {}", deb.display(), dir.display());
         // Renamed into place whole: a kill mid-unpack leaves only a .partial, redone next time.
         std::fs::rename(&part, &dir).map_err(io(format!("moving {}", part.display())))?;
@@ -430,5 +440,35 @@ mod tests {
             img[0x500..0x500 + text.len()].copy_from_slice(text.as_bytes());
             assert_eq!(image_release(&img), None, "{hostile}");
         }
+    }
+
+    /// Issue 32, finding 9: a .deb named `-x.deb` reached dpkg-deb as an option ("conflicting
+    /// actions -x (--extract) and -f (--field)"). Run where the relative name is the file's.
+    #[test]
+    fn a_deb_whose_name_starts_with_a_dash_is_a_file_to_dpkg_deb() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pkg = dir.path().join("pkg");
+        std::fs::create_dir_all(pkg.join("DEBIAN")).expect("pkg/DEBIAN");
+        std::fs::create_dir_all(pkg.join("boot")).expect("pkg/boot");
+        std::fs::write(
+            pkg.join("DEBIAN/control"),
+            "Package: dash-kernel\nVersion: 1.2\nArchitecture: all\nMaintainer: a <a@b.c>\n\
+             Description: d\n",
+        )
+        .expect("control");
+        std::fs::write(pkg.join("boot/vmlinuz-1.2"), "kernel").expect("vmlinuz");
+        tool(
+            Command::new("dpkg-deb")
+                .args(["--root-owner-group", "-b", "pkg", "./-x.deb"])
+                .current_dir(dir.path()),
+        )
+        .expect("dpkg-deb -b");
+        let deb = Path::new("-x.deb");
+        let fields =
+            tool(deb_fields(deb).current_dir(dir.path())).expect("dpkg-deb -f reads the file");
+        assert!(fields.contains("Package: dash-kernel"), "{fields}");
+        tool(deb_extract(deb, Path::new("-out")).current_dir(dir.path()))
+            .expect("dpkg-deb -x reads the file");
+        assert!(dir.path().join("-out/boot/vmlinuz-1.2").is_file());
     }
 }

@@ -28,14 +28,21 @@ struct Repo {
 
 impl Repo {
     fn new(n: usize, culprit: usize, marks: &[(usize, &str)]) -> Repo {
+        let values: Vec<&str> = (0..n)
+            .map(|i| if i >= culprit { "130" } else { "100" })
+            .collect();
+        Repo::with_values(&values, marks)
+    }
+
+    /// A linear history of one commit per value, commit i's VALUE being `values[i]`.
+    fn with_values(values: &[&str], marks: &[(usize, &str)]) -> Repo {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
         std::fs::create_dir(&repo).unwrap();
         git_ok(&repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("bench.sh"), BENCH).unwrap();
         let mut ids = Vec::new();
-        for i in 0..n {
-            let value = if i >= culprit { 130 } else { 100 };
+        for (i, value) in values.iter().enumerate() {
             std::fs::write(repo.join("VALUE"), format!("{value}\n")).unwrap();
             for marker in ["EXIT125", "EXIT127", "CRASH", "SILENT", "NOBUILD"] {
                 let path = repo.join(marker);
@@ -172,6 +179,31 @@ fn a_crashing_or_silent_run_is_a_failed_sample_and_never_a_verdict() {
             "c{i}: {runs:?}"
         );
     }
+}
+
+/// Issue 32, finding 3: a metric at or below zero was compared as if it were 1e-9, so good at
+/// -10 and bad at -5 read as "good and bad are indistinguishable … p = 1.0", exit 3. Such a
+/// run is a failed sample that names the value and says how to give a usable metric; the
+/// endpoints failing stops the hunt for a person, never as "not reproduced".
+#[test]
+fn a_metric_at_or_below_zero_is_a_failed_run_that_names_it_never_not_reproduced() {
+    let r = Repo::with_values(&["-10", "-10", "-7", "-5"], &[]);
+    let (code, out, err) = run(&r.hunt(""));
+    assert_ne!(code, 3, "not reproduced: {out}{err}");
+    let mut runs = r.runs_of(&r.ids[0]);
+    runs.extend(r.runs_of(&r.ids[3]));
+    assert!(!runs.is_empty(), "{out}{err}");
+    for o in &runs {
+        assert!(
+            matches!(o, BootOutcome::Failed { reason, untestable: false, .. }
+                if reason.contains("ms is -") && reason.contains("positive values on a log scale")),
+            "{o:?}"
+        );
+    }
+    assert!(
+        format!("{out}{err}").contains("give a positive metric"),
+        "{out}{err}"
+    );
 }
 
 /// Markers on c15..=c24, where git bisect's first choices among 40 commits fall.
@@ -419,17 +451,55 @@ fn a_machine_that_slows_down_steadily_is_followed_and_the_culprit_still_found() 
     assert!(checks.len() >= 2, "{checks:?}");
 }
 
+/// A benchmark on a machine that steps 15 ms slower, for good, from the `after + 1`-th run of
+/// commit `good` on: each run reads the commit's VALUE; the machine counts the runs of `good`.
+fn stepping_machine(dir: &Path, good: &str, after: usize) -> PathBuf {
+    let script = dir.join("stepping.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ng={count}\nk=$(cat $g 2>/dev/null || echo 0)\n\
+             if [ \"$(git rev-parse HEAD)\" = {good} ]; then k=$((k + 1)); echo $k > $g; fi\n\
+             v=$(cat VALUE)\nawk -v v=$v -v k=$k 'BEGIN {{ s = (k > {after}) ? 15 : 0; \
+             printf \"{{\\\"ms\\\": %.3f}}\\n\", v + s }}'\n",
+            count = dir.join("good-runs").display(),
+        ),
+    )
+    .unwrap();
+    script
+}
+
 #[test]
 fn a_machine_that_steps_half_way_to_bad_stops_the_hunt_for_a_person() {
-    // From the 20th run on (after the baselines), every run is 15 ms slower: the good
-    // endpoint's re-runs show it.
+    // Every run of good gives 100 and of bad 130, without noise: the baselines' first look, at
+    // 5 runs a side, decides. From good's 6th run on, the first drift check's, every run is
+    // 15 ms slower, and stays so. (The step came at the machine's 20th run before: with
+    // baselines of 5 runs a side it came during the final re-test, which read it against good
+    // and bad of the same rounds and confirmed the right culprit; no drift check saw it.)
     let r = Repo::new(40, 23, &[]);
-    let script = slowing_machine(r.path(), "s = (n > 20) ? 15 : 0");
+    let script = stepping_machine(r.path(), &r.ids[0], 5);
     let hunt = r.hunt("");
     with_command(&hunt, &script);
     let (code, out, err) = run(&hunt);
     assert_eq!(code, 5, "{out}{err}");
     assert!(err.contains("drifted"), "{err}");
+    // Not on the first re-measurements: once the move had lasted.
+    let drifted: Vec<String> = r
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::DriftCheck {
+                drifted: true,
+                summary,
+                ..
+            } => Some(summary),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        drifted.iter().any(|s| s.contains("the move lasted")),
+        "{drifted:?}"
+    );
 }
 
 #[test]

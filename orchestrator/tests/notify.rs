@@ -879,6 +879,62 @@ async fn a_webhook_that_recovers_is_delivered_and_a_404_is_not_retried() {
     assert_eq!(got.lock().expect("lock").len(), 1);
 }
 
+/// Issue 32, finding 5: a webhook's error answer was read whole (a 200 MB 500 answer took
+/// `watch` to 686 MB). Of a 64 MiB answer at most 64 KiB are read (webhook.rs, ANSWER_BYTES);
+/// the receiver, which writes until the connection is dropped, gets no further than what the
+/// sockets' buffers hold beyond them.
+#[tokio::test]
+async fn a_webhook_error_answer_is_read_only_up_to_its_bound() {
+    const ANSWER: usize = 64 << 20;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "http://127.0.0.1:{}",
+        listener.local_addr().expect("addr").port()
+    );
+    let receiver = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.expect("a request");
+        read_request(&mut conn).await.expect("the request");
+        let head = format!("HTTP/1.1 500 X\r\ncontent-length: {ANSWER}\r\n\r\n");
+        conn.write_all(head.as_bytes()).await.expect("the head");
+        let block = vec![b'x'; 64 << 10];
+        let mut written = 0;
+        while written < ANSWER {
+            if conn.write_all(&block).await.is_err() {
+                break;
+            }
+            written += block.len();
+        }
+        written
+    });
+    let cfg = ok_config(&format!(
+        "[notify.webhook]\nurl = \"{url}/hook\"\nattempts = 1\ntimeout_s = 30\n"
+    ));
+    let err = notify::send_webhook(
+        cfg.webhook.as_ref().expect("webhook"),
+        &message(Event::HuntEnded, "x"),
+    )
+    .await
+    .expect_err("500");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "webhook {url}/hook: HTTP 500 Internal Server Error: {} (1 attempt(s))",
+            "x".repeat(200)
+        )
+    );
+    let written = tokio::time::timeout(Duration::from_secs(30), receiver)
+        .await
+        .expect("the receiver stops writing once the connection is dropped")
+        .expect("the receiver does not panic");
+    // Loopback sockets buffer a few MiB on each side (net.ipv4.tcp_rmem, tcp_wmem).
+    assert!(
+        written < ANSWER / 4,
+        "{written} bytes of a {ANSWER}-byte answer were taken"
+    );
+}
+
 /// `tests/fixtures/https_receiver.py`: Python's http.server behind TLS, killed when dropped.
 struct HttpsReceiver {
     child: Child,

@@ -702,3 +702,29 @@ fn hostile_ids_are_escaped_in_the_html_report_and_multi_byte_ones_do_not_panic()
     }
     assert!(html.contains("6.1.0&lt;script&gt;alert(2)&lt;/script&gt;"));
 }
+
+/// Issue 32, finding 4: a 100 KB subject gave a 100 KB `Subject:` line (RFC 5322: 998
+/// characters a line), and the subject's escape sequences went into the report as they were.
+#[test]
+fn a_100_kb_subject_is_cut_in_the_email_report_and_no_line_passes_998_bytes() {
+    let f = fixture();
+    let (mut r, _, _, _) = build_report(&f);
+    let c = r.first_bad.as_mut().expect("the fixture finds the culprit");
+    c.subject = format!("mm: \x1b[2J{}", "é".repeat(50_000));
+    c.oneline = format!("{} {}", &c.id[..12], c.subject);
+    let email = report::email::email(&r);
+    let subject = email.lines().next().expect("a first line");
+    assert!(
+        subject.starts_with("Subject: [REGRESSION] mm: \u{FFFD}[2Jééé"),
+        "{subject}"
+    );
+    assert!(
+        subject.chars().count() < 200,
+        "{} characters",
+        subject.chars().count()
+    );
+    for line in email.lines() {
+        assert!(line.len() <= 998, "a line of {} bytes", line.len());
+    }
+    assert!(!email.contains('\x1b'));
+}

@@ -454,3 +454,37 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
         }
     }
 }
+
+/// Issue 32, finding 4: a night's failure is text from input (a build's or an agent's error),
+/// and its escape sequences reached the terminal of `firstbad watch … status`.
+#[test]
+fn watch_status_prints_no_control_character_of_a_nights_failure() {
+    use firstbad::watch::db::{SeriesEvent, SeriesState};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SeriesConfig::load(&series_file(dir.path(), OK, "")).unwrap();
+    let mut state = SeriesState::default();
+    state.apply(
+        &SeriesEvent::NightStarted {
+            night: 1,
+            head: "a".repeat(40),
+            reference: "b".repeat(40),
+        },
+        0,
+    );
+    state.apply(
+        &SeriesEvent::NightFailed {
+            night: 1,
+            reason: "build failed: \x1b]0;owned\x07\x1b[2J\nnext line\u{9b}".into(),
+        },
+        0,
+    );
+    let s = firstbad::watch::cli::status(&cfg, &state);
+    let control: Vec<char> = s.chars().filter(|c| c.is_control() && *c != '\n').collect();
+    assert!(control.is_empty(), "{control:?} in:\n{s}");
+    assert!(
+        s.contains(
+            "night   1: aaaaaaaaaaaa vs bbbbbbbbbbbb: failed: build failed: \u{FFFD}]0;owned"
+        ),
+        "{s}"
+    );
+}

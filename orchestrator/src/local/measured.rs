@@ -11,8 +11,9 @@
 //!
 //! What a run's end means, as `git bisect run` reads exit statuses where it can:
 //! - 0 and a metric in the output: a sample;
-//! - 1 to 124, no metric, or a timeout: a failed sample (kept with its output), counted like a
-//!   failed boot, never a verdict;
+//! - 1 to 124, no metric, a metric at or below zero (the statistics compare logarithms), or a
+//!   timeout: a failed sample (kept with its output), counted like a failed boot, never a
+//!   verdict;
 //! - 125: the commit cannot be tested, and is skipped at once;
 //! - 126, 127 (the command cannot run) or a signal: the hunt stops for a person, exit 5.
 
@@ -472,6 +473,11 @@ impl Runner {
             Ok(r) => r,
             Err(why) => return Ok(failed(format!("no metric: {why}"))),
         };
+        // A value the statistics' log scale cannot hold is a failed run that says so, never
+        // a sample (issue 32, finding 3).
+        if let Err(e) = crate::sequential::comparable(&self.metric.field, reading.value) {
+            return Ok(failed(format!("no usable metric: {e}")));
+        }
         let mut result = firstbad_wire::WorkloadResult {
             kind: "command".into(),
             series: BTreeMap::new(),

@@ -157,11 +157,18 @@ fn is_tls(e: &lettre::transport::smtp::Error) -> bool {
             .any(|w| text.contains(w))
 }
 
-/// The mail as lettre builds it: headers, threading, the plain-text body.
-fn build(cfg: &EmailConfig, msg: &Message, message_id: &str) -> Result<lettre::Message, String> {
+/// The mail as lettre builds it: headers, threading, the plain-text body. The subject is one
+/// line cut to [`crate::report::text::SUBJECT_CHARS`] characters: lettre folds a header only
+/// at its spaces, and a 100 KB subject without any was a 100 KB line (RFC 5322 allows 998;
+/// issue 32, finding 4).
+pub(super) fn build(
+    cfg: &EmailConfig,
+    msg: &Message,
+    message_id: &str,
+) -> Result<lettre::Message, String> {
     let mut b = lettre::Message::builder()
         .from(cfg.from.clone())
-        .subject(msg.subject.replace(['\r', '\n'], " "))
+        .subject(crate::report::text::subject(&msg.subject))
         .date_now()
         .message_id(Some(message_id.to_owned()))
         .user_agent(format!("firstbad {}", env!("CARGO_PKG_VERSION")));

@@ -36,6 +36,9 @@ pub enum Event {
     /// The hunt of a detected regression ended without a culprit (not reproduced, paused,
     /// failed): the thread still gets its last word.
     HuntEnded,
+    /// The series' head has failed to build or boot `failure_nights` nights in a row: no hunt
+    /// ended, nothing was measured (issue 32, finding 9: it went out as `hunt_ended`).
+    HeadFailing,
 }
 
 /// One notification: the same news for every channel.

@@ -90,3 +90,24 @@ fn backoff_doubles_from_one_second_and_stays_bounded() {
     let waits: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
     assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
 }
+
+/// Issue 32, finding 4: a 100 KB subject without a space was a 100 KB `Subject:` line (lettre
+/// folds a header at its spaces only; RFC 5322 allows 998 characters a line).
+#[test]
+fn a_100_kb_subject_is_cut_to_one_short_header_line() {
+    let cfg = email_cfg();
+    let mut m = msg(Event::CulpritFound, Some("t"));
+    m.subject = format!("[firstbad] s: {}\r\nBcc: x@y.z", "x".repeat(100_000));
+    let mail = email::build(&cfg, &m, "<id@lab.example.org>").expect("a mail");
+    let text = String::from_utf8(mail.formatted()).expect("ASCII headers");
+    for line in text.split("\r\n") {
+        assert!(line.len() <= 998, "a line of {} bytes", line.len());
+    }
+    let subject = text
+        .split("\r\n")
+        .find(|l| l.starts_with("Subject: "))
+        .expect("a Subject header");
+    // The cut's "…" makes its word an encoded one; the words before it stay as they were.
+    assert!(subject.starts_with("Subject: [firstbad] s: "), "{subject}");
+    assert!(!text.contains("\r\nBcc:"), "{text}");
+}

@@ -15,6 +15,11 @@ pub const PAYLOAD_SCHEMA: &str = "firstbad-notify/1";
 /// Longest part of an error answer's body quoted in a [`NotifyError`], in characters.
 const ANSWER_CHARS: usize = 200;
 
+/// Most of an error answer's body read: room for a proxy's HTML error page, far below what a
+/// receiver gone wrong can send (a 200 MB 500 answer, read whole, took `watch` to 686 MB;
+/// issue 32, finding 5). The rest is never read: the connection is dropped.
+const ANSWER_BYTES: usize = 64 << 10;
+
 /// The JSON body POSTed for `msg`: `schema`, `event`, `subject`, `thread`, `message_id`
 /// (of the mail about the same news, or null), `text` (the e-mail
 /// body) and `report` (`msg.json`, unchanged).
@@ -70,7 +75,7 @@ pub(super) async fn send(
             if status.is_success() {
                 return Attempt::Ok(status.as_u16());
             }
-            let answer = match response.text().await {
+            let answer = match answer_start(response).await {
                 Ok(t) => t.chars().take(ANSWER_CHARS).collect::<String>(),
                 Err(e) => format!("(answer unreadable: {})", transport_error(&e, timeout_s)),
             };
@@ -110,6 +115,20 @@ pub(super) async fn send(
             attempts,
         }),
     }
+}
+
+/// The first [`ANSWER_BYTES`] of an answer's body, as text (a character cut at the bound
+/// becomes U+FFFD).
+async fn answer_start(mut response: reqwest::Response) -> Result<String, reqwest::Error> {
+    let mut bytes = Vec::new();
+    while bytes.len() < ANSWER_BYTES {
+        let Some(chunk) = response.chunk().await? else {
+            break;
+        };
+        let room = ANSWER_BYTES - bytes.len();
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn transport_error(e: &reqwest::Error, timeout_s: u64) -> String {

@@ -2,6 +2,7 @@
 //! bad commit as `git log --oneline` prints it, how to reproduce, the `git bisect log`, and
 //! the trailers. Lines stay under 80 columns where the data allows.
 
+use super::text::{mail_lines, subject as subject_text, terminal};
 use super::{Estimate, Report};
 use std::fmt::Write;
 
@@ -29,24 +30,32 @@ fn change(ratio: &Estimate, direction: &str) -> &'static str {
     }
 }
 
-/// Renders the e-mail report.
+/// Renders the e-mail report: no line longer than a mail's 998 characters, a `Subject:` cut
+/// to [`super::text::SUBJECT_CHARS`] of each subject and name, no control character from
+/// input ([`super::text`]).
 pub fn email(r: &Report) -> String {
+    mail_lines(&terminal(&email_text(r)))
+}
+
+fn email_text(r: &Report) -> String {
     let mut out = String::new();
     let unit = r.regression.as_ref().map(|g| g.unit.as_str()).unwrap_or("");
     let subject = match (&r.first_bad, &r.regression) {
         (Some(c), Some(g)) => format!(
             "Subject: [REGRESSION] {}: {} median x{:.1}",
-            c.subject, g.series, g.median_ratio.value
+            subject_text(&c.subject),
+            subject_text(&g.series),
+            g.median_ratio.value
         ),
         (Some(c), None) => format!(
             "Subject: [REGRESSION] {}: bisected to {}",
-            r.name,
+            subject_text(&r.name),
             crate::hunt::short(&c.id)
         ),
         (None, Some(g)) if r.status == "reproduced" => format!(
             "Subject: [REGRESSION] {}: {} median x{:.1} from {} to {} (reproduced)",
-            r.name,
-            g.series,
+            subject_text(&r.name),
+            subject_text(&g.series),
             g.median_ratio.value,
             crate::hunt::short(&r.good.id),
             crate::hunt::short(&r.bad.id)
@@ -54,12 +63,16 @@ pub fn email(r: &Report) -> String {
         // A report that found no regression must not be headed as one.
         _ if r.status == "not-reproduced" => format!(
             "Subject: [NOT REPRODUCED] {}: {} from {} to {}",
-            r.name,
-            r.metric,
+            subject_text(&r.name),
+            subject_text(&r.metric),
             crate::hunt::short(&r.good.id),
             crate::hunt::short(&r.bad.id)
         ),
-        _ => format!("Subject: [REGRESSION] {}: {}", r.name, r.status),
+        _ => format!(
+            "Subject: [REGRESSION] {}: {}",
+            subject_text(&r.name),
+            r.status
+        ),
     };
     let _ = writeln!(out, "{subject}\n");
     let _ = writeln!(out, "Hi,\n");

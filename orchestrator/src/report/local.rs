@@ -2,6 +2,9 @@
 //! verdicts, and the `git bisect log`. No boots, no metric.
 
 use super::markdown::subject;
+use super::text::{
+    markdown as md, markdown_cell_code as cell, markdown_code as code, one_line, terminal,
+};
 use super::{bisect_log, Commits};
 use crate::config::LocalConfig;
 use crate::hunt::{short, HuntState};
@@ -26,11 +29,17 @@ fn end_lines(out: &mut String, state: &HuntState, commits: &dyn Commits) {
     match &state.end {
         Some(HuntEnd::Found { commit }) => {
             let _ = writeln!(out, "## First bad commit\n");
-            let _ = writeln!(out, "    {} {}", short(commit), subject(commits, commit));
+            // An indented code block: literal, one line.
+            let _ = writeln!(
+                out,
+                "    {} {}",
+                one_line(short(commit)),
+                one_line(&subject(commits, commit))
+            );
             if let Some(c) = commits.info(commit) {
-                let _ = writeln!(out, "\n- commit: `{}`", c.id);
-                let _ = writeln!(out, "- author: {}", c.author);
-                let _ = writeln!(out, "- date: {}", c.date);
+                let _ = writeln!(out, "\n- commit: {}", code(&c.id));
+                let _ = writeln!(out, "- author: {}", md(&c.author));
+                let _ = writeln!(out, "- date: {}", md(&c.date));
             }
         }
         Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
@@ -39,14 +48,19 @@ fn end_lines(out: &mut String, state: &HuntState, commits: &dyn Commits) {
                 "## No single first bad commit\n\nOnly skipped commits are left; the first bad commit is one of:\n"
             );
             for commit in c {
-                let _ = writeln!(out, "- `{}` {}", short(commit), subject(commits, commit));
+                let _ = writeln!(
+                    out,
+                    "- {} {}",
+                    code(short(commit)),
+                    md(&subject(commits, commit))
+                );
             }
         }
         Some(HuntEnd::NotReproduced { message }) => {
-            let _ = writeln!(out, "## Not reproduced\n\n{message}");
+            let _ = writeln!(out, "## Not reproduced\n\n{}", md(message));
         }
         Some(HuntEnd::Reproduced { summary } | HuntEnd::Measured { summary }) => {
-            let _ = writeln!(out, "## Reproduced\n\n{summary}");
+            let _ = writeln!(out, "## Reproduced\n\n{}", md(summary));
         }
         None => {
             let _ = writeln!(
@@ -58,7 +72,9 @@ fn end_lines(out: &mut String, state: &HuntState, commits: &dyn Commits) {
     }
 }
 
-/// The Markdown report of a local command hunt.
+/// The Markdown report of a local command hunt. Text from input (subjects, authors, ids, a
+/// run's output) is inert: no HTML, no link or image, no control character
+/// ([`super::text`]).
 pub fn markdown(
     cfg: &LocalConfig,
     id: &HuntIdentity,
@@ -67,13 +83,13 @@ pub fn markdown(
 ) -> String {
     let state = HuntState::replay(entries);
     let mut out = String::new();
-    let _ = writeln!(out, "# firstbad report: {}\n", cfg.name);
+    let _ = writeln!(out, "# firstbad report: {}\n", md(&cfg.name));
     end_lines(&mut out, &state, commits);
     let _ = writeln!(
         out,
-        "\n## Test\n\n`{}` (sh -c, in a checkout of each candidate; timeout {} s; {} job(s)); \
+        "\n## Test\n\n{} (sh -c, in a checkout of each candidate; timeout {} s; {} job(s)); \
          {} rounds.",
-        cfg.test.command.replace('`', "'"),
+        code(&cfg.test.command),
         cfg.test.timeout_s,
         cfg.test.jobs,
         rounds(entries)
@@ -91,10 +107,10 @@ pub fn markdown(
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {job} | {} | {verdict} |",
+            "| {} | {} | {} | {job} | {} | {verdict} |",
             i + 1,
-            short(commit),
-            subject(commits, commit).replace('|', "\\|"),
+            cell(short(commit)),
+            md(&subject(commits, commit)),
             how(outcome),
         );
     }
@@ -108,21 +124,35 @@ pub fn markdown(
         for (c, o) in failed {
             let _ = writeln!(
                 out,
-                "`{}` ({}, `{}`):\n",
-                short(&c),
+                "{} ({}, {}):\n",
+                code(short(&c)),
                 how(&Some(o.clone())),
-                o.log.display()
+                code(&o.log.display().to_string())
             );
-            let _ = writeln!(out, "```\n{}\n```", o.output_tail.join("\n"));
+            // A fenced block is literal; a fence longer than any run of backticks in the
+            // output cannot be closed by a line of it.
+            let tail: Vec<String> = o
+                .output_tail
+                .iter()
+                .map(|l| one_line(l).into_owned())
+                .collect();
+            let longest = tail
+                .iter()
+                .flat_map(|l| l.split(|c| c != '`').map(str::len))
+                .max()
+                .unwrap_or(0);
+            let fence = "`".repeat(longest.max(2) + 1);
+            let _ = writeln!(out, "{fence}\n{}\n{fence}", tail.join("\n"));
         }
     }
     let _ = writeln!(out, "\n## git bisect log\n\n```");
     out.push_str(&bisect_log(id, &state, commits));
     let _ = writeln!(out, "```");
-    out
+    terminal(&out).into_owned()
 }
 
-/// The status text of a local command hunt at `now_ms` (Unix milliseconds).
+/// The status text of a local command hunt at `now_ms` (Unix milliseconds), for a terminal:
+/// text from input holds no control character ([`terminal`]).
 pub fn status(cfg: &LocalConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i64) -> String {
     let state = HuntState::replay(entries);
     let mut o = String::new();
@@ -143,10 +173,10 @@ pub fn status(cfg: &LocalConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i
             let _ = writeln!(o, "ended: only skipped commits left ({})", c.join(", "));
         }
         Some(HuntEnd::NotReproduced { message }) => {
-            let _ = writeln!(o, "ended: {message}");
+            let _ = writeln!(o, "ended: {}", one_line(message));
         }
         Some(HuntEnd::Reproduced { summary } | HuntEnd::Measured { summary }) => {
-            let _ = writeln!(o, "ended: reproduced: {summary}");
+            let _ = writeln!(o, "ended: reproduced: {}", one_line(summary));
         }
         None => {}
     }
@@ -175,5 +205,5 @@ pub fn status(cfg: &LocalConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i
             }
         }
     }
-    o
+    terminal(&o).into_owned()
 }

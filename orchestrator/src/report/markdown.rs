@@ -1,5 +1,8 @@
 //! The Markdown report for a person, and a `git bisect log` that `git bisect replay` accepts.
 
+use super::text::{
+    markdown as md, markdown_cell_code as cell, markdown_code as code, one_line, terminal,
+};
 use super::Commits;
 use crate::hunt::{short, HuntState};
 use crate::journal::{BootOutcome, BuildOutcome, HuntEnd, HuntIdentity, Verdict};
@@ -23,10 +26,19 @@ pub fn is_prebuilt(id: &HuntIdentity) -> bool {
     id.meaning.contains_key("build.kernels")
 }
 
+/// A commit's subject on one line of a log or a code block ([`one_line`]).
+fn line_subject(commits: &dyn Commits, id: &str) -> String {
+    one_line(&subject(commits, id)).into_owned()
+}
+
 /// `git bisect log` of the hunt: the endpoints, each verdict in order, and the answer. A
 /// prebuilt hunt bisected no git revisions: its log says so, and lists its verdicts as
-/// comments.
+/// comments. Text from input holds no control character ([`terminal`]).
 pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -> String {
+    terminal(&bisect_log_text(id, state, commits)).into_owned()
+}
+
+fn bisect_log_text(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -> String {
     let mut out = String::new();
     if is_prebuilt(id) {
         let _ = writeln!(
@@ -53,8 +65,18 @@ pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -
     }
     let Some(range) = &state.range else {
         let _ = writeln!(out, "git bisect start '{}' '{}'", id.bad, id.good);
-        let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
-        let _ = writeln!(out, "# good: [{}] {}", id.good, subject(commits, &id.good));
+        let _ = writeln!(
+            out,
+            "# bad: [{}] {}",
+            id.bad,
+            line_subject(commits, &id.bad)
+        );
+        let _ = writeln!(
+            out,
+            "# good: [{}] {}",
+            id.good,
+            line_subject(commits, &id.good)
+        );
         return verdict_lines(out, state, commits);
     };
     // Several goods, paths, first-parent: the start line carries them, as git writes it.
@@ -75,9 +97,14 @@ pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -
         let _ = writeln!(out, "# note: {note}");
     }
     let _ = writeln!(out, "{start}");
-    let _ = writeln!(out, "# bad: [{}] {}", id.bad, subject(commits, &id.bad));
+    let _ = writeln!(
+        out,
+        "# bad: [{}] {}",
+        id.bad,
+        line_subject(commits, &id.bad)
+    );
     for g in &range.goods {
-        let _ = writeln!(out, "# good: [{g}] {}", subject(commits, g));
+        let _ = writeln!(out, "# good: [{g}] {}", line_subject(commits, g));
     }
     verdict_lines(out, state, commits)
 }
@@ -86,7 +113,7 @@ pub fn bisect_log(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) -
 fn verdict_lines(mut out: String, state: &HuntState, commits: &dyn Commits) -> String {
     for (commit, verdict, _) in &state.verdicts {
         let v = verdict.as_str();
-        let _ = writeln!(out, "# {v}: [{commit}] {}", subject(commits, commit));
+        let _ = writeln!(out, "# {v}: [{commit}] {}", line_subject(commits, commit));
         let _ = writeln!(out, "git bisect {v} {commit}");
     }
     match &state.end {
@@ -94,7 +121,7 @@ fn verdict_lines(mut out: String, state: &HuntState, commits: &dyn Commits) -> S
             let _ = writeln!(
                 out,
                 "# first bad commit: [{commit}] {}",
-                subject(commits, commit)
+                line_subject(commits, commit)
             );
         }
         Some(HuntEnd::OnlySkippedLeft { commits: c }) => {
@@ -102,7 +129,7 @@ fn verdict_lines(mut out: String, state: &HuntState, commits: &dyn Commits) -> S
                 let _ = writeln!(
                     out,
                     "# possible first bad commit: [{commit}] {}",
-                    subject(commits, commit)
+                    line_subject(commits, commit)
                 );
             }
         }
@@ -151,11 +178,12 @@ fn confirmation_lines(state: &HuntState, commit: &str) -> String {
     };
     format!(
         "- confirmation: {verdict}; {probability}\n- evidence: {}\n",
-        c.summary
+        md(&c.summary)
     )
 }
 
-/// The Markdown report.
+/// The Markdown report. Text from input (subjects, authors, ids, reasons) is inert: no HTML,
+/// no link or image, no control character ([`super::text`]).
 pub fn markdown(
     name: &str,
     metric: &str,
@@ -164,19 +192,25 @@ pub fn markdown(
     commits: &dyn Commits,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# firstbad report: {name}\n");
+    let _ = writeln!(out, "# firstbad report: {}\n", md(name));
     match &state.end {
         Some(HuntEnd::Found { commit }) => {
             let _ = writeln!(out, "## First bad commit\n");
             match commits.info(commit) {
                 Some(c) => {
-                    let _ = writeln!(out, "    {} {}", short(&c.id), c.subject);
-                    let _ = writeln!(out, "\n- commit: `{}`", c.id);
-                    let _ = writeln!(out, "- author: {}", c.author);
-                    let _ = writeln!(out, "- date: {}", c.date);
+                    // An indented code block: literal, one line.
+                    let _ = writeln!(
+                        out,
+                        "    {} {}",
+                        one_line(short(&c.id)),
+                        one_line(&c.subject)
+                    );
+                    let _ = writeln!(out, "\n- commit: {}", code(&c.id));
+                    let _ = writeln!(out, "- author: {}", md(&c.author));
+                    let _ = writeln!(out, "- date: {}", md(&c.date));
                 }
                 None => {
-                    let _ = writeln!(out, "    {commit}\n");
+                    let _ = writeln!(out, "    {}\n", one_line(commit));
                 }
             }
             out.push_str(&confirmation_lines(state, commit));
@@ -187,17 +221,26 @@ pub fn markdown(
                 "## No single first bad commit\n\nOnly skipped commits are left; the first bad commit is one of:\n"
             );
             for commit in c {
-                let _ = writeln!(out, "- `{}` {}", short(commit), subject(commits, commit));
+                let _ = writeln!(
+                    out,
+                    "- {} {}",
+                    code(short(commit)),
+                    md(&subject(commits, commit))
+                );
             }
         }
         Some(HuntEnd::NotReproduced { message }) => {
-            let _ = writeln!(out, "## Regression not reproduced\n\n{message}");
+            let _ = writeln!(out, "## Regression not reproduced\n\n{}", md(message));
         }
         Some(HuntEnd::Reproduced { summary }) => {
-            let _ = writeln!(out, "## Regression reproduced\n\n{summary}");
+            let _ = writeln!(out, "## Regression reproduced\n\n{}", md(summary));
         }
         Some(HuntEnd::Measured { summary }) => {
-            let _ = writeln!(out, "## Measured (one night of a series)\n\n{summary}");
+            let _ = writeln!(
+                out,
+                "## Measured (one night of a series)\n\n{}",
+                md(summary)
+            );
         }
         None => {
             let _ = writeln!(
@@ -206,21 +249,25 @@ pub fn markdown(
                 state.verdicts.len(),
                 state
                     .in_flight()
-                    .map(|s| format!("; now: {s}"))
+                    .map(|s| format!("; now: {}", md(&s)))
                     .unwrap_or_default()
             );
         }
     }
 
-    let _ = writeln!(out, "\n## Baselines (`{metric}`, one value per boot)\n");
+    let _ = writeln!(
+        out,
+        "\n## Baselines ({}, one value per boot)\n",
+        code(metric)
+    );
     let _ = writeln!(out, "| endpoint | commit | boots | median | failed |");
     let _ = writeln!(out, "|---|---|---|---|---|");
     for (label, c) in [("good", &id.good), ("bad", &id.bad)] {
         let (v, med, f) = values_cell(state, c);
-        let _ = writeln!(out, "| {label} | `{}` | {v} | {med} | {f} |", short(c));
+        let _ = writeln!(out, "| {label} | {} | {v} | {med} | {f} |", cell(short(c)));
     }
     if let Some(s) = &state.baselines {
-        let _ = writeln!(out, "\n{s}");
+        let _ = writeln!(out, "\n{}", md(s));
     }
 
     let _ = writeln!(out, "\n## Tested commits, in order\n");
@@ -238,12 +285,12 @@ pub fn markdown(
         };
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | **{}** | {v} | {med} | {} |",
+            "| {} | {} | {} | **{}** | {v} | {med} | {} |",
             i + 1,
-            short(commit),
-            subject(commits, commit).replace('|', "\\|"),
+            cell(short(commit)),
+            md(&subject(commits, commit)),
             verdict.as_str(),
-            note.replace('|', "\\|")
+            md(&note)
         );
     }
 
@@ -263,9 +310,10 @@ pub fn markdown(
         for (c, n, reason, console) in failed {
             let _ = writeln!(
                 out,
-                "- `{}` boot {n}: {reason} (console: `{}`)",
-                short(c),
-                console.display()
+                "- {} boot {n}: {} (console: {})",
+                code(short(c)),
+                md(reason),
+                code(&console.display().to_string())
             );
         }
     }
@@ -273,7 +321,7 @@ pub fn markdown(
     let _ = writeln!(out, "\n## git bisect log\n\n```");
     out.push_str(&bisect_log(id, state, commits));
     let _ = writeln!(out, "```");
-    out
+    terminal(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -286,6 +334,93 @@ mod tests {
         fn info(&self, _: &str) -> Option<crate::history::CommitInfo> {
             None
         }
+    }
+
+    /// Commits whose every field is hostile: markup, a link, an image, terminal escapes.
+    struct Hostile;
+    const SUBJECT: &str = "<img src=x onerror=alert(1)> [click](javascript:alert(2)) \
+                           ![i](javascript:alert(3)) \x1b]0;owned\x07\x1b[2J\n```\n<b>";
+    impl Commits for Hostile {
+        fn info(&self, id: &str) -> Option<crate::history::CommitInfo> {
+            Some(crate::history::CommitInfo {
+                id: id.to_owned(),
+                subject: SUBJECT.to_owned(),
+                author: "<script>alert(4)</script> [me](javascript:alert(5)) <a@b.c>".into(),
+                date: "2024-01-01 00:00:00 +0000\x1b[31m".into(),
+                author_name: String::new(),
+                author_email: String::new(),
+                author_time: 0,
+                author_offset_minutes: 0,
+                commit_time: 0,
+            })
+        }
+    }
+
+    /// Issue 32, finding 4: subjects and author names went raw into the Markdown report
+    /// (`<img onerror>`, `javascript:` links stayed live), and an ESC in them or in a failed
+    /// run's reason reached the terminal of `firstbad report` and `firstbad log`.
+    #[test]
+    fn hostile_subjects_authors_and_reasons_are_inert_in_the_markdown_report_and_the_log() {
+        let (good, mid, bad) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let id = HuntIdentity {
+            good: good.clone(),
+            bad: bad.clone(),
+            fingerprint: String::new(),
+            meaning: Default::default(),
+        };
+        let mut state = HuntState::default();
+        state.apply(&Event::BootFinished {
+            commit: mid.clone(),
+            boot: 1,
+            host: "q".into(),
+            outcome: BootOutcome::Failed {
+                reason: "exit 3: <iframe src=javascript:alert(6)> \x1b]8;;http://x\x07".into(),
+                console: "/tmp/`<b>`".into(),
+                untestable: false,
+            },
+        });
+        state.apply(&Event::Verdict {
+            commit: mid.clone(),
+            verdict: Verdict::Skip,
+            reason: "[skip](javascript:alert(7)) \x1b[2J".into(),
+        });
+        state.apply(&Event::Finished {
+            end: HuntEnd::Found {
+                commit: bad.clone(),
+            },
+        });
+        let md = markdown("<b>name</b>", "ms", &id, &state, &Hostile);
+        // Code blocks and spans are literal in Markdown: what is live is in the rest.
+        let mut prose = String::new();
+        let mut fenced = false;
+        for line in md.lines() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+            } else if !fenced && !line.starts_with("    ") {
+                // An escaped backtick is a character; the others open and close our spans.
+                prose.extend(line.replace("\\`", "'").split('`').step_by(2));
+                prose.push('\n');
+            }
+        }
+        assert!(!fenced, "the bisect log's fence is closed once:\n{md}");
+        for live in [
+            "<img", "<script", "<iframe", "<b>", "[click](", "![i](", "[me](", "[skip](",
+        ] {
+            assert!(!prose.contains(live), "{live} is live in:\n{md}");
+        }
+        assert!(
+            md.contains("&lt;img src=x onerror=alert(1)&gt; \\[click\\](javascript:alert(2))"),
+            "{md}"
+        );
+        let log = bisect_log(&id, &state, &Hostile);
+        for text in [&md, &log] {
+            let control: Vec<char> = text
+                .chars()
+                .filter(|c| c.is_control() && *c != '\n')
+                .collect();
+            assert!(control.is_empty(), "{control:?} in:\n{text}");
+        }
+        assert!(log.contains("# skip: ["), "{log}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! `confidence.rs` (how sure the answer is) and `regression.rs` (how the endpoints differ);
 //! `commits.rs` looks up commit metadata; the renderers are `markdown.rs`, `email.rs`,
 //! `html.rs` and `status.rs` (the live view), and `local.rs` reports `firstbad local` hunts.
+//! `text.rs` makes text taken from input inert for a terminal, Markdown and a mail.
 
 mod commits;
 mod confidence;
@@ -21,6 +22,7 @@ mod model;
 mod regression;
 pub mod stats;
 pub mod status;
+pub mod text;
 
 pub use commits::{Commits, Diffstat, FileChange, GitCommits};
 pub use markdown::{bisect_log, markdown};

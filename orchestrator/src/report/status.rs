@@ -2,6 +2,7 @@
 //! safe beside the running hunt): the current step, the candidate and the hosts, boots done
 //! and expected, the remaining range and an estimate of the time left.
 
+use super::text::{one_line, terminal};
 use crate::config::HuntConfig;
 use crate::history::{History, RangeOptions};
 use crate::hunt::{short, HuntState};
@@ -174,8 +175,14 @@ pub fn render(cfg: &HuntConfig, id: &HuntIdentity, entries: &[Entry], now_ms: i6
     render_hunt(&Hunt::from(cfg), id, entries, now_ms)
 }
 
-/// The status text of a measured hunt (kernel or metric command) at time `now_ms`.
+/// The status text of a measured hunt (kernel or metric command) at time `now_ms`, for a
+/// terminal: text from input (reasons, hosts' names, messages) holds no control character
+/// ([`terminal`]).
 pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) -> String {
+    terminal(&render_text(cfg, id, entries, now_ms)).into_owned()
+}
+
+fn render_text(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) -> String {
     let state = HuntState::replay(entries);
     let t = timings(entries, id);
     let mut o = String::new();
@@ -199,10 +206,12 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
                     .join(", ")
             ),
             HuntEnd::NotReproduced { message } => {
-                writeln!(o, "ended: regression not reproduced: {message}")
+                writeln!(o, "ended: regression not reproduced: {}", one_line(message))
             }
-            HuntEnd::Reproduced { summary } => writeln!(o, "ended: reproduced: {summary}"),
-            HuntEnd::Measured { summary } => writeln!(o, "ended: measured: {summary}"),
+            HuntEnd::Reproduced { summary } => {
+                writeln!(o, "ended: reproduced: {}", one_line(summary))
+            }
+            HuntEnd::Measured { summary } => writeln!(o, "ended: measured: {}", one_line(summary)),
         };
     }
     // The last step begun: which commit, which host, since when.
@@ -262,7 +271,7 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
             })
             .collect();
         let busy = match state.retired.iter().find(|(n, _)| n == name) {
-            Some((_, why)) => format!("left the pool: {why}"),
+            Some((_, why)) => format!("left the pool: {}", one_line(why)),
             None if !running.is_empty() && state.end.is_none() => running.join("; "),
             None => "idle".to_owned(),
         };
@@ -304,7 +313,7 @@ pub fn render_hunt(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64
     }
     let _ = writeln!(o, "verdicts: {}", state.verdicts.len());
     for (c, v, reason) in &state.verdicts {
-        let _ = writeln!(o, "  {} {:<4} {reason}", short(c), v.as_str());
+        let _ = writeln!(o, "  {} {:<4} {}", short(c), v.as_str(), one_line(reason));
     }
     if state.end.is_none() {
         match remaining(cfg, id, &state) {
@@ -361,6 +370,59 @@ mod tests {
             at_ms,
             event,
         }
+    }
+
+    /// Issue 32, finding 4: a verdict's reason, a retired host's error and an end's message
+    /// come from input (a command's output, an agent's answer); their escape sequences reached
+    /// the terminal of `firstbad status`.
+    #[test]
+    fn status_text_from_the_journal_holds_no_control_character() {
+        let id = HuntIdentity {
+            good: "g".into(),
+            bad: "b".into(),
+            fingerprint: String::new(),
+            meaning: Default::default(),
+        };
+        let entries = [
+            at(
+                0,
+                Event::HostRetired {
+                    host: "q".into(),
+                    reason: "agent said \x1b]0;owned\x07\x1b[2J".into(),
+                },
+            ),
+            at(
+                1,
+                Event::Verdict {
+                    commit: "c".into(),
+                    verdict: Verdict::Skip,
+                    reason: "exit 3: \x1b[31mred\r\u{9b}2J".into(),
+                },
+            ),
+            at(
+                2,
+                Event::Finished {
+                    end: HuntEnd::NotReproduced {
+                        message: "ms: \x1b[8mhidden".into(),
+                    },
+                },
+            ),
+        ];
+        let classify = crate::config::ClassifyConfig::defaults();
+        let hunt = Hunt {
+            name: "h\x1b[5m",
+            repo: std::path::Path::new("/nonexistent"),
+            hosts: vec!["q".into()],
+            classify: &classify,
+        };
+        let s = render_hunt(&hunt, &id, &entries, 3);
+        let control: Vec<char> = s.chars().filter(|c| c.is_control() && *c != '\n').collect();
+        assert!(control.is_empty(), "{control:?} in:\n{s}");
+        assert!(
+            s.contains("host q: left the pool: agent said \u{FFFD}]0;owned"),
+            "{s}"
+        );
+        assert!(s.contains("hidden"), "{s}");
     }
 
     #[test]

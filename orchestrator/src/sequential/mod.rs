@@ -61,10 +61,48 @@ pub const EARLY_LOOK_EFFECT: f64 = 6.0;
 /// Boots of the good endpoint that relative mode measures before it judges bad against them.
 pub const RELATIVE_GOOD_BOOTS: usize = 8;
 
-/// A value on the oriented log scale: larger is always worse.
+/// Why a boot's value cannot be compared: the statistics work on its logarithm, which a value
+/// at or below zero (a difference, a score) does not have.
+///
+/// Issue 32, finding 3: such values were clamped to 1e-9, so −10 against −5 read as "good and
+/// bad are indistinguishable … p = 1.0" (exit 3) and 0 against 5 as "+499999999900.0%".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{metric} is {value}: the statistics compare positive values on a log scale (as \
+     latencies, times and rates are), and {value} has no logarithm; give a positive metric \
+     (a latency, a time, a rate), or shift this one by a constant larger than any value it \
+     takes"
+)]
+pub struct NotPositive {
+    /// The metric's name.
+    pub metric: String,
+    /// The value it had.
+    pub value: f64,
+}
+
+/// `value` of `metric` if the statistics can compare it: finite and above zero. Every place
+/// that turns a boot's or a run's output into its value asks this, and a value it refuses
+/// is a failed boot whose reason is the [`NotPositive`].
+pub fn comparable(metric: &str, value: f64) -> Result<f64, NotPositive> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(NotPositive {
+            metric: metric.to_owned(),
+            value,
+        })
+    }
+}
+
+/// The oriented log scale's value of a boot's value that is not [`comparable`]: just below
+/// the logarithm of the smallest normal f64 (−708.396), so that [`oriented`] stays total.
+const NOT_COMPARABLE: f64 = -708.4;
+
+/// A value on the oriented log scale: larger is always worse. `v` is [`comparable`]; one
+/// that is not (refused where boots' values are read) maps to [`NOT_COMPARABLE`] instead of
+/// panicking.
 pub fn oriented(v: f64, direction: Direction) -> f64 {
-    // Values are positive latencies or rates; guard against a zero that would be -inf.
-    let l = v.max(1e-9).ln();
+    let l = if v > 0.0 { v.ln() } else { NOT_COMPARABLE };
     match direction {
         Direction::LowerIsBetter => l,
         Direction::HigherIsBetter => -l,
@@ -289,6 +327,15 @@ pub fn assess_baselines(
         return BaselineOutcome::NeedMore;
     }
     let n = n.min(last);
+    // Values the log scale cannot hold are refused where boots' values are read; one that
+    // got here all the same is named instead of compared as if it were 1e-9.
+    if let Some(e) = good[..n]
+        .iter()
+        .chain(&bad[..n])
+        .find_map(|&v| comparable("the metric", v).err())
+    {
+        return BaselineOutcome::Refuted(format!("good and bad cannot be compared: {e}"));
+    }
     let model = Model::from_baselines(&good[..n], &bad[..n], direction);
     // A boot more than 4σ beyond both centres is the host's (a busy neighbour's burst), not
     // the endpoint's: left out of the test, as the centres already leave it out. At one boot in
@@ -451,9 +498,13 @@ impl AbsoluteTest {
     /// Share of a bad commit's boots assumed past the threshold.
     pub const P_BAD: f64 = 0.9;
 
-    /// Log-likelihood ratio of one boot.
+    /// Log-likelihood ratio of one boot. The value is compared with the threshold as it is,
+    /// which holds any finite value (no log scale is needed to say which side it is on).
     pub fn boot_llr(&self, value: f64) -> f64 {
-        let worse = oriented(value, self.direction) > oriented(self.threshold, self.direction);
+        let worse = match self.direction {
+            Direction::LowerIsBetter => value > self.threshold,
+            Direction::HigherIsBetter => value < self.threshold,
+        };
         if worse {
             (Self::P_BAD / Self::P_GOOD).ln()
         } else {
@@ -659,6 +710,45 @@ mod tests {
             a.classify(&[600.0, 100.0, 90.0, 80.0, 70.0], &c).0,
             Call::Good
         );
+    }
+
+    /// Issue 32, finding 3: −10 against −5 was "indistinguishable … p = 1.0" and 0 against 5
+    /// "+499999999900.0%". A value at or below zero is named, with what to give instead.
+    #[test]
+    fn values_at_or_below_zero_are_named_and_never_compared() {
+        for v in [0.0, -10.0, f64::NAN, f64::INFINITY] {
+            let e = comparable("score", v).expect_err("not comparable");
+            assert_eq!(
+                (e.metric.as_str(), e.value.to_bits()),
+                ("score", v.to_bits())
+            );
+            let said = e.to_string();
+            assert!(
+                said.starts_with(&format!("score is {v}: "))
+                    && said.contains("positive values on a log scale")
+                    && said.contains("give a positive metric"),
+                "{said}"
+            );
+            // Total: no panic, and a finite place below every positive value's.
+            assert!(oriented(v, L) < oriented(1e-300, L) || v.is_infinite());
+        }
+        assert_eq!(comparable("ms", 1e-12), Ok(1e-12));
+        let c = SequentialConfig::default();
+        for (good, bad) in [([-10.0; 8], [-5.0; 8]), ([0.0; 8], [5.0; 8])] {
+            let r = assess_baselines(&good, &bad, L, &c);
+            assert!(
+                matches!(&r, BaselineOutcome::Refuted(m)
+                    if m.starts_with("good and bad cannot be compared: the metric is ")),
+                "{r:?}"
+            );
+        }
+        // The absolute test holds any finite value: which side of the threshold it is on.
+        let a = AbsoluteTest {
+            threshold: -5.0,
+            direction: L,
+        };
+        assert_eq!(a.classify(&[-1.0, -2.0, -3.0], &c).0, Call::Bad);
+        assert_eq!(a.classify(&[-9.0, -8.0, -7.0], &c).0, Call::Good);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use super::{db_path, describe};
 use crate::config::SeriesConfig;
 use crate::error::exit_code;
 use crate::hunt::short;
+use crate::report::text::{one_line, terminal};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -93,8 +94,14 @@ pub fn dashboard(series: &Path, out: &Path) -> anyhow::Result<u8> {
     })
 }
 
-/// A series for a person: the reference, the nights, the changes.
+/// A series for a person: the reference, the nights, the changes; for a terminal, so text
+/// from input (a night's failure, a hunt's end) holds no control character
+/// ([`crate::report::text`]).
 pub fn status(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
+    terminal(&status_text(cfg, state)).into_owned()
+}
+
+fn status_text(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -117,7 +124,7 @@ pub fn status(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
                     r.len()
                 )
             }
-            (None, Some(why)) => format!("failed: {why}"),
+            (None, Some(why)) => format!("failed: {}", one_line(why)),
             (None, None) => "running".into(),
         };
         let _ = writeln!(
@@ -142,9 +149,10 @@ pub fn status(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
             },
             short(&c.good),
             short(&c.bad),
-            c.outcome
-                .as_ref()
-                .map_or_else(|| "hunting".to_owned(), describe),
+            c.outcome.as_ref().map_or_else(
+                || "hunting".to_owned(),
+                |o| one_line(&describe(o)).into_owned()
+            ),
             if c.acknowledged {
                 " (acknowledged)"
             } else {

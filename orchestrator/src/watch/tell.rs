@@ -2,7 +2,7 @@
 //! when heads have failed for `failure_nights` nights in a row. Each is journalled once sent
 //! (`notified`); one that failed on every channel is tried again by the next cycle.
 
-use super::db::{Change, SeriesDb, SeriesEvent};
+use super::db::{Change, SeriesDb, SeriesEvent, SeriesState};
 use super::reports::hunt_reports;
 use super::{describe, Cycle, WatchError};
 use crate::config::SeriesConfig;
@@ -47,7 +47,7 @@ pub async fn tell(
     }
     if let Some(&night) = db.state.failure_alerts.last() {
         if !db.state.failures_told.contains(&night) {
-            due.push((None, "failures", failures(cfg, db, night)));
+            due.push((None, "failures", failures(cfg, &db.state, night)));
         }
     }
     for (id, what, msg) in due {
@@ -158,10 +158,11 @@ fn ended(cfg: &SeriesConfig, c: &Change) -> Result<Message, WatchError> {
     })
 }
 
-fn failures(cfg: &SeriesConfig, db: &SeriesDb, night: u32) -> Message {
-    let n = db.state.failed_in_a_row();
-    let reasons: Vec<String> = db
-        .state
+/// The alert that the head has failed `failure_nights` nights in a row: its own event, no
+/// hunt having ended.
+fn failures(cfg: &SeriesConfig, state: &SeriesState, night: u32) -> Message {
+    let n = state.failed_in_a_row();
+    let reasons: Vec<String> = state
         .nights
         .iter()
         .rev()
@@ -180,10 +181,67 @@ fn failures(cfg: &SeriesConfig, db: &SeriesDb, night: u32) -> Message {
         cfg.name
     );
     Message {
-        event: Event::HuntEnded,
+        event: Event::HeadFailing,
         body: format!("{subject}\n\n{}\n", reasons.join("\n")),
         json: serde_json::json!({"series": cfg.name, "night": night, "failed_nights": n, "reasons": reasons}),
         subject,
         thread: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A series file of the repository's sample kernel tables, loaded.
+    fn series(dir: &Path) -> SeriesConfig {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace");
+        let path = dir.join("series.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[series]\nname = \"s\"\nremote = \"/srv/git/linux\"\nrepo = \"/tmp/linux\"\n\n\
+                 [build]\nconfig = \"{root}/configs/kernel/qemu-x86_64.config\"\n\n\
+                 [[hosts]]\nkind = \"qemu\"\n\n[workload]\n\
+                 file = \"{root}/workloads/fsync-latency.toml\"\nmetric = \"fsync_latency_p50_ms\"\n",
+                root = root.display()
+            ),
+        )
+        .expect("series file");
+        SeriesConfig::load(&path).expect("a valid series file")
+    }
+
+    /// Issue 32, finding 9: the alert about heads that fail night after night went out as
+    /// webhook event `hunt_ended`, though no hunt had run; a receiver routing on the event
+    /// filed it under a hunt's end.
+    #[test]
+    fn the_failing_heads_alert_is_its_own_webhook_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = series(dir.path());
+        let mut state = SeriesState::default();
+        for night in 1..=3 {
+            state.apply(
+                &SeriesEvent::NightStarted {
+                    night,
+                    head: format!("{night:0>40}"),
+                    reference: "r".repeat(40),
+                },
+                0,
+            );
+            state.apply(
+                &SeriesEvent::NightFailed {
+                    night,
+                    reason: "build failed".into(),
+                },
+                0,
+            );
+        }
+        let msg = failures(&cfg, &state, 3);
+        assert_eq!(msg.event, Event::HeadFailing);
+        assert_eq!(notify::payload(&msg, None)["event"], "head_failing");
+        assert!(msg.body.contains("night 3: "), "{}", msg.body);
     }
 }
