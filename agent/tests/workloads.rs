@@ -19,6 +19,8 @@ use std::time::Duration;
 
 /// dd and the agent may differ by this factor either way (see the module comment).
 const TOLERANCE: f64 = 2.0;
+/// Runs of each side, interleaved, whose best is compared (see the module comment).
+const ROUNDS: usize = 5;
 /// The I/O tests run one at a time: two of them at once on 2 cores measure each other.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -74,7 +76,7 @@ async fn sequential_direct_reads_of_a_loop_device_match_dd() {
     });
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..ROUNDS {
         theirs.push(dd_mb_s(&dd));
         let r = agent.run(workload.clone()).await;
         // 64 MiB in whole 6144-byte blocks: 10922 requests, each timed.
@@ -142,7 +144,7 @@ async fn sequential_reads_several_devices_in_parallel_match_fio() {
         let mut our_cpu = Vec::new();
         let mut their_cpu = Vec::new();
         // Five runs a side: one fio run fell to 842 MB/s against ~1,800 with three.
-        for _ in 0..5 {
+        for _ in 0..ROUNDS {
             let (mb_s, cpu) = fio_read_mb_s_and_cpu(&fio_json(&fio));
             theirs.push(mb_s);
             their_cpu.push(cpu);
@@ -232,7 +234,7 @@ async fn fio_job_on_the_scratch_device_matches_dd() {
     let _warm = dd_mb_s(&dd);
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..ROUNDS {
         theirs.push(dd_mb_s(&dd));
         let r = agent
             .run(json!({ "kind": "fio", "job": job, "device": lo.dev }))
@@ -279,7 +281,9 @@ async fn sequential_buffered_writes_match_dd() {
     });
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for _ in 0..3 {
+    // Five rounds, as the other comparisons here: with three, a suite run beside a cargo
+    // build saw the agent's best at 790 MB/s against dd's 1711 (issue 38).
+    for _ in 0..ROUNDS {
         theirs.push(dd_mb_s(&dd));
         let r = agent.run(workload.clone()).await;
         assert_eq!(r.metrics["bytes"], (64u64 << 20) as f64);
@@ -312,7 +316,7 @@ async fn threads_direct_reads_match_fio() {
     });
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..ROUNDS {
         theirs.push(fio(fio_dir.path()));
         let r = agent.run(workload.clone()).await;
         assert_eq!(r.series["thread_mb_s"].samples.len(), 4);
