@@ -82,8 +82,19 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     let counts: Vec<(Vec<f64>, usize, usize)> = sides.iter().map(|c| since(c)).collect();
     let failed: usize = counts.iter().map(|(v, done, _)| done - v.len()).sum();
     let values: Vec<&[f64]> = counts.iter().map(|(v, _, _)| v.as_slice()).collect();
-    if failed > s.classify.max_failed_boots as usize {
-        let reading = Reading::of(d, judge, &values);
+    let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
+    let reading = Reading::of(d, judge, &values);
+    let end = if failed > s.classify.max_failed_boots as usize {
+        Some(format!("re-test stopped after {failed} failed boots; "))
+    } else {
+        // Done once the rounds decide, or when more of them could not.
+        (rounds >= pairs
+            && (reading.says != Says::Undecided
+                || rounds >= max_pairs
+                || !reading.can_decide(max_pairs)))
+        .then(String::new)
+    };
+    if let Some(prefix) = end {
         return conclude_retest(
             d,
             state,
@@ -91,24 +102,8 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
             &start.commit,
             &start.parent,
             &reading,
-            format!("re-test stopped after {failed} failed boots; "),
+            prefix,
         );
-    }
-    let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
-    if rounds >= pairs {
-        let reading = Reading::of(d, judge, &values);
-        if reading.says != Says::Undecided || rounds >= max_pairs || !reading.can_decide(max_pairs)
-        {
-            return conclude_retest(
-                d,
-                state,
-                judge,
-                &start.commit,
-                &start.parent,
-                &reading,
-                String::new(),
-            );
-        }
     }
     // Another round while the re-test cannot decide, each side once; sides with enough
     // values are left out of the rounds still to boot.
