@@ -40,16 +40,19 @@ pub mod exit_code {
     pub const OK: u8 = 0;
     /// An unexpected error.
     pub const ERROR: u8 = 1;
-    /// The hunt file, a revision or the command line is wrong, or the state directory holds a
-    /// hunt's files but no whole journal of it; nothing was run.
+    /// The hunt file, a revision or the command line is wrong, the state directory holds a
+    /// hunt's files but no whole journal of it, or its journal's verdicts do not fit this
+    /// range (another hunt's); nothing was run.
     pub const BAD_INPUT: u8 = 2;
     /// Good and bad measured alike: the regression did not reproduce.
     pub const NOT_REPRODUCED: u8 = 3;
-    /// Only skipped commits are left (the culprit is one of a range), or the final re-test
-    /// does not confirm the culprit.
+    /// Only skipped commits are left (the culprit is one of a range), the final re-test does
+    /// not confirm the culprit, or `firstbad watch`'s automatic hunt spent its boot budget
+    /// without an answer.
     pub const AMBIGUOUS: u8 = 4;
-    /// The hunt stopped on an infrastructure failure (a host, a baseline build); rerun resumes.
-    /// Also a hunt that ended but could not save its end (its state directory was removed or
-    /// replaced during the run): the end is not given.
+    /// The hunt stopped on an infrastructure failure (a host, a baseline build, a host that
+    /// drifted, a journal write that failed); rerun resumes. Also a hunt that ended but could
+    /// not save its end (its state directory was removed or replaced during the run): the end
+    /// is not given.
     pub const INFRASTRUCTURE: u8 = 5;
 }

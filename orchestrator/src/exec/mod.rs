@@ -176,12 +176,7 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                     continue;
                 }
                 Decision::Done(end) => return Ok(end),
-                Decision::Stop(why) => {
-                    stop = Some(match driver.budget_spent(state) {
-                        Some(boots) => HuntError::BudgetSpent(boots),
-                        None => HuntError::Infrastructure(why),
-                    })
-                }
+                Decision::Stop(why) => stop = Some(HuntError::from(why)),
                 Decision::Wait => {}
                 Decision::Start(work) => {
                     let mut started = 0;

@@ -105,10 +105,58 @@ pub enum Decision {
     Start(Vec<Work>),
     /// Nothing to start until something running finishes.
     Wait,
-    /// The hunt cannot go on without a person (exit 5): let what runs finish, then stop.
-    Stop(String),
+    /// The hunt cannot go on without a person: let what runs finish, then stop.
+    Stop(StopReason),
     /// The hunt has ended.
     Done(HuntEnd),
+}
+
+/// Why a hunt cannot go on without a person: one variant a reason, each with its exit code
+/// ([`StopReason::exit_code`]); the words a person reads are its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StopReason {
+    /// The journal's verdicts do not fit this range (another hunt's journal, or a range that
+    /// changed under it): the input's fault, nothing more is run.
+    #[error("the journal does not fit this range ({0}); use another hunt.state_dir")]
+    JournalDoesNotFit(String),
+    /// `firstbad watch`'s automatic hunt spent this many boots without an answer.
+    #[error(
+        "the hunt spent its budget of {0} boots without an answer; raise series.hunt_boots to \
+         go on"
+    )]
+    BudgetSpent(usize),
+    /// Every host of the hunt has left its pool.
+    #[error(
+        "every host of this hunt has left its pool; fix them, then rerun with \
+         `--restore-host NAME` for each"
+    )]
+    NoHostLeft,
+    /// An endpoint does not build, or fails to boot or measure more often than chance allows.
+    #[error("{0}")]
+    Endpoint(String),
+    /// The test host moved, and stayed moved past `drift_lasts_boots` and `_minutes`.
+    #[error("{0}")]
+    Drifted(String),
+    /// A command hunt's run cannot be judged (its command failed to run, or its verdicts
+    /// contradict each other), or the search named nothing to test.
+    #[error("{0}")]
+    Test(String),
+}
+
+impl StopReason {
+    /// The documented exit code: 2 for a journal that does not fit (bad input), 4 for a spent
+    /// budget (no answer), 5 for the rest (a person looks, then a rerun resumes).
+    pub fn exit_code(&self) -> u8 {
+        use crate::error::exit_code;
+        match self {
+            StopReason::JournalDoesNotFit(_) => exit_code::BAD_INPUT,
+            StopReason::BudgetSpent(_) => exit_code::AMBIGUOUS,
+            StopReason::NoHostLeft
+            | StopReason::Endpoint(_)
+            | StopReason::Drifted(_)
+            | StopReason::Test(_) => exit_code::INFRASTRUCTURE,
+        }
+    }
 }
 
 /// The driver of one hunt: the plan and what it derives from the state as it grows.
@@ -189,17 +237,12 @@ impl Driver {
         }
         for (commit, verdict, _) in &state.verdicts[self.marked..] {
             if let Err(e) = self.bisection.mark_result(commit, *verdict) {
-                return Decision::Stop(format!(
-                    "the journal does not fit this range ({e}); use another hunt.state_dir"
-                ));
+                return Decision::Stop(StopReason::JournalDoesNotFit(e.to_string()));
             }
         }
         self.marked = state.verdicts.len();
         if let Some(spent) = self.budget_spent(state) {
-            return Decision::Stop(format!(
-                "the hunt spent its budget of {spent} boots without an answer; raise \
-                 series.hunt_boots to go on"
-            ));
+            return Decision::Stop(StopReason::BudgetSpent(spent));
         }
         if let Some(d) = phases::hosts::retire_failing(self, state) {
             return d;
@@ -209,18 +252,14 @@ impl Driver {
             return phases::exact::next(self, state, &command);
         }
         if self.active_hosts(state).next().is_none() {
-            return Decision::Stop(
-                "every host of this hunt has left its pool; fix them, then rerun with \
-                 `--restore-host NAME` for each"
-                    .into(),
-            );
+            return Decision::Stop(StopReason::NoHostLeft);
         }
         // The endpoints must build: a hunt cannot start without both.
         for (endpoint, which) in [(&self.plan.good, "good"), (&self.plan.bad, "bad")] {
             match state.builds.get(endpoint) {
                 None => return self.build(state, endpoint),
                 Some(BuildOutcome::Failed { error_lines, log }) => {
-                    return Decision::Stop(format!(
+                    return Decision::Stop(StopReason::Endpoint(format!(
                         "the {which} endpoint {} does not build ({}); log: {}",
                         super::short(endpoint),
                         error_lines
@@ -228,7 +267,7 @@ impl Driver {
                             .map(String::as_str)
                             .unwrap_or("see the log"),
                         log.display()
-                    ))
+                    )))
                 }
                 Some(BuildOutcome::Built { .. }) => {}
             }
@@ -260,11 +299,11 @@ impl Driver {
         }
         if state.drift_stop {
             let last = state.drift_checks.last().map(|d| d.summary.as_str());
-            return Decision::Stop(phases::drift::stop_message(
+            return Decision::Stop(StopReason::Drifted(phases::drift::stop_message(
                 state,
                 &self.plan.good,
                 last.unwrap_or(""),
-            ));
+            )));
         }
         if let Some(c) = &state.confirmation {
             return self.finish(

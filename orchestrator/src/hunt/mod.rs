@@ -64,12 +64,28 @@ pub enum HuntError {
     NotSaved(String),
 }
 
+impl From<driver::StopReason> for HuntError {
+    /// A stop the driver decided, as the error the hunt ends with: a journal that does not fit
+    /// is bad input, a spent budget its own error, the rest a step that needs a person.
+    fn from(why: driver::StopReason) -> HuntError {
+        match why {
+            driver::StopReason::JournalDoesNotFit(_) => HuntError::BadInput(why.to_string()),
+            driver::StopReason::BudgetSpent(boots) => HuntError::BudgetSpent(boots),
+            other => HuntError::Infrastructure(other.to_string()),
+        }
+    }
+}
+
 impl HuntError {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
             HuntError::BadInput(_) => exit_code::BAD_INPUT,
-            HuntError::Journal(JournalError::Moved { .. }) => exit_code::INFRASTRUCTURE,
+            // A result that could not be saved (a full disk, a state directory removed during
+            // the run): nothing was lost that a rerun does not redo.
+            HuntError::Journal(JournalError::Moved { .. } | JournalError::Sqlite { .. }) => {
+                exit_code::INFRASTRUCTURE
+            }
             HuntError::Journal(_) => exit_code::ERROR,
             HuntError::Build(_)
             | HuntError::Host(_)
@@ -779,6 +795,49 @@ pub fn end_code(end: &HuntEnd, confirmation: Option<&Confirmation>) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue 30: a journal that does not fit the range is bad input (2, it exited 5), a spent
+    // budget no answer (4, undocumented), a journal write that failed a result not saved (5,
+    // it exited 1), a drifted host a stop for a person (5).
+    #[test]
+    fn every_stop_and_journal_failure_has_its_documented_exit_code() {
+        use driver::StopReason;
+        let code = |why: StopReason| {
+            let direct = why.exit_code();
+            let ended = HuntError::from(why).exit_code();
+            assert_eq!(direct, ended, "the stop and the error it ends with agree");
+            ended
+        };
+        assert_eq!(
+            code(StopReason::JournalDoesNotFit(
+                "c3 is not in the range".into()
+            )),
+            exit_code::BAD_INPUT
+        );
+        assert_eq!(code(StopReason::BudgetSpent(120)), exit_code::AMBIGUOUS);
+        assert_eq!(code(StopReason::NoHostLeft), exit_code::INFRASTRUCTURE);
+        assert_eq!(
+            code(StopReason::Drifted("moved".into())),
+            exit_code::INFRASTRUCTURE
+        );
+        assert_eq!(
+            code(StopReason::Endpoint("no build".into())),
+            exit_code::INFRASTRUCTURE
+        );
+        assert_eq!(
+            code(StopReason::Test("exit 127".into())),
+            exit_code::INFRASTRUCTURE
+        );
+        let full = HuntError::Journal(JournalError::Sqlite {
+            path: "/s/journal.sqlite".into(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                None,
+            ),
+        });
+        assert_eq!(full.exit_code(), exit_code::INFRASTRUCTURE);
+        assert!(full.resumes(), "rerun once the disk has room");
+    }
 
     #[test]
     fn the_test_binary_is_not_static_and_is_refused() {

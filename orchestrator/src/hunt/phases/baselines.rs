@@ -5,7 +5,7 @@
 //! mode measures good, then judges bad against it; absolute mode judges each endpoint
 //! against the threshold.
 
-use super::super::driver::{next_side, Decision, Driver};
+use super::super::driver::{next_side, Decision, Driver, StopReason};
 use super::super::judge::{endpoint_failing, verdict_of, Judge};
 use super::super::summary::per_host;
 use super::super::HuntState;
@@ -23,7 +23,7 @@ pub fn next(d: &Driver, state: &HuntState) -> Decision {
     for (commit, which) in [(good, "good"), (bad, "bad")] {
         let boots = state.boots.get(commit).map_or(&[][..], Vec::as_slice);
         if let Some(why) = endpoint_failing(s, commit, which, boots) {
-            return Decision::Stop(why);
+            return Decision::Stop(StopReason::Endpoint(why));
         }
     }
     let dir = s.direction;
@@ -162,7 +162,7 @@ pub fn pairs(d: &Driver, state: &HuntState, n: usize) -> Decision {
     for (commit, which) in [(good, "reference"), (bad, "head")] {
         let boots = state.boots.get(commit).map_or(&[][..], Vec::as_slice);
         if let Some(why) = endpoint_failing(&d.plan.settings, commit, which, boots) {
-            return Decision::Stop(why);
+            return Decision::Stop(StopReason::Endpoint(why));
         }
     }
     let (g, b) = (state.values(good), state.values(bad));

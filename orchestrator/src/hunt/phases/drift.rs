@@ -7,7 +7,7 @@
 //! neighbour): the check re-measures until the host is back, and the hunt goes on. The re-measurements are also the posterior's firmest evidence of how the host
 //! moves.
 
-use super::super::driver::{Decision, Driver};
+use super::super::driver::{Decision, Driver, StopReason};
 use super::super::evidence::{reference_boots, trend_origin};
 use super::super::judge::{endpoint_failing, Judge};
 use super::super::summary::unoriented;
@@ -59,7 +59,7 @@ pub fn check(
     let good = d.plan.good.as_str();
     let boots = state.boots.get(good).map_or(&[][..], Vec::as_slice);
     if let Some(why) = endpoint_failing(&d.plan.settings, good, "good", boots) {
-        return Some(Decision::Stop(why));
+        return Some(Decision::Stop(StopReason::Endpoint(why)));
     }
     // Every host of the pool re-measures good: each can drift on its own.
     let (done, running) = state.boots_since(good, from);

@@ -24,7 +24,7 @@
 //!   answer is a range that holds it. When a hang *is* the regression, let the command say so:
 //!   `timeout 60 make check` exits 124, bad.
 
-use super::super::driver::{Decision, Driver, Work};
+use super::super::driver::{Decision, Driver, StopReason, Work};
 use super::super::{short, HuntState};
 use crate::journal::{Event, HuntEnd, TestOutcome, Verdict};
 use crate::search::Next;
@@ -125,34 +125,32 @@ pub fn next(d: &mut Driver, state: &HuntState, command: &str) -> Decision {
         (false, _) => Decision::Start(work),
         (true, false) => Decision::Wait,
         // next() named a commit to test, so next_parallel names one too.
-        (true, true) => Decision::Stop(
-            "the search named no commit to test: a bug in firstbad; \
-             rerun resumes"
-                .into(),
-        ),
+        (true, true) => Decision::Stop(StopReason::Test(
+            "the search named no commit to test: a bug in firstbad; rerun resumes".into(),
+        )),
     }
 }
 
 /// The verdict of one run that ended, or the stop it calls for.
 fn verdict(d: &Driver, commit: &str, outcome: &TestOutcome, command: &str) -> Decision {
     match judge(outcome, command) {
-        Judgement::Stop(message) => Decision::Stop(format!(
+        Judgement::Stop(message) => Decision::Stop(StopReason::Test(format!(
             "{}: {message}\n--- last lines of {} ---\n{}",
             short(commit),
             outcome.log.display(),
             outcome.output_tail.join("\n")
-        )),
+        ))),
         Judgement::Verdict(verdict, reason) => {
             // Only a commit the search had already ruled out (its run ended just before it
             // was killed) can contradict the verdicts so far.
             if !d.bisection().is_candidate(commit) {
                 if let Err(e) = d.bisection().clone().mark_result(commit, verdict) {
-                    return Decision::Stop(format!(
+                    return Decision::Stop(StopReason::Test(format!(
                         "{} is {} ({reason}) but that contradicts earlier verdicts ({e}): is \
                          the test flaky? The journal is intact",
                         short(commit),
                         verdict.as_str()
-                    ));
+                    )));
                 }
             }
             Decision::Record(Event::Verdict {
