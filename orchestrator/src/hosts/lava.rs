@@ -152,6 +152,33 @@ impl TestHost for Farm {
     }
 }
 
+/// The most a token file may hold: a LAVA token is 32-128 characters.
+const TOKEN_FILE_LIMIT: u64 = 4096;
+
+/// A token file's text: a regular file of at most [`TOKEN_FILE_LIMIT`] bytes, opened without
+/// waiting, so that a FIFO or a device named by mistake is refused instead of blocking or read
+/// without end (issue 32, finding 5: /dev/zero took 545 MB).
+fn read_token_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut text = String::new();
+    file.take(TOKEN_FILE_LIMIT + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > TOKEN_FILE_LIMIT {
+        return Err(format!("more than {TOKEN_FILE_LIMIT} bytes: not a token"));
+    }
+    Ok(text)
+}
+
 /// A LAVA farm.
 pub struct LavaHost {
     name: String,
@@ -245,7 +272,7 @@ impl LavaHost {
             )));
         }
         let token = match &self.cfg.token {
-            LavaToken::File(f) => std::fs::read_to_string(f).map_err(|e| {
+            LavaToken::File(f) => read_token_file(f).map_err(|e| {
                 HostError::Missing(format!(
                     "host {}: token_file {}: {e}: put the LAVA API token there (lava-server manage tokens add --user NAME prints one)",
                     self.name,
@@ -1108,6 +1135,26 @@ mod tests {
             LogLine::JobResult(Some("Infrastructure: Connection closed".into()))
         );
         assert!(matches!(&lines[0], LogLine::Other(l, _) if l == "info"));
+    }
+
+    // Issue 32, finding 5: a token file that is a device or a FIFO is refused at once, never
+    // read without end or waited on.
+    #[test]
+    fn a_token_file_is_a_small_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "abc123\n").unwrap();
+        assert_eq!(read_token_file(&token).unwrap(), "abc123\n");
+        let e = read_token_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo(3) on a path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_token_file(&fifo).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::write(&token, "x".repeat(5000)).unwrap();
+        assert!(read_token_file(&token).unwrap_err().contains("not a token"));
     }
 
     #[test]
