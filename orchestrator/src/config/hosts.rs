@@ -263,17 +263,17 @@ fn lava(v: &Validator, i: usize, h: &RawHost) -> Result<LavaConfig, ConfigError>
             "is missing: give the LAVA server's URL, e.g. \"http://lava.example.org\"",
         )
     })?;
-    let http_url = |field: &str, u: &str| {
-        if u.starts_with("http://") || u.starts_with("https://") {
-            Ok(u.trim_end_matches('/').to_owned())
-        } else {
-            Err(v.field(
-                &at(field),
-                format!("{} is not an http:// or https:// URL", snippet(u)),
-            ))
-        }
+    // The token goes to the server: https, or http to this machine only (issue 32, finding 7).
+    let http_url = |field: &str, u: &str, carries| {
+        super::url::checked_url(u, carries)
+            .map(|_| u.trim().trim_end_matches('/').to_owned())
+            .map_err(|why| v.field(&at(field), why))
     };
-    let server = http_url("server", server)?;
+    let server = http_url(
+        "server",
+        server,
+        super::url::Carries::Secret("the LAVA API token"),
+    )?;
     let token = match (&h.token_file, &h.token_env) {
         (Some(_), Some(_)) => {
             return Err(v.field(
@@ -323,7 +323,7 @@ fn lava(v: &Validator, i: usize, h: &RawHost) -> Result<LavaConfig, ConfigError>
     let images_url = h
         .images_url
         .as_deref()
-        .map(|u| http_url("images_url", u))
+        .map(|u| http_url("images_url", u, super::url::Carries::Public))
         .transpose()?;
     Ok(LavaConfig {
         server,

@@ -16,6 +16,7 @@ mod hosts;
 mod raw;
 mod read;
 pub mod series;
+pub(crate) mod url;
 mod validate;
 
 pub(crate) use read::snippet;

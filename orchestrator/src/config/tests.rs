@@ -254,15 +254,15 @@ fn a_lava_host_validates_and_its_token_never_comes_from_the_hunt_file() {
         std::fs::write(&p, text.replace("[[hosts]]\nkind = \"qemu\"\n", host)).unwrap();
         HuntConfig::load(&p)
     };
-    let c = with("[[hosts]]\nname = \"farm\"\nkind = \"lava\"\nserver = \"http://lava.lab/\"\ntoken_env = \"LAVA_TOKEN\"\ndevice_type = \"qemu\"\ntags = [\"qemu-01\"]\njobs = 8\n").unwrap();
+    let c = with("[[hosts]]\nname = \"farm\"\nkind = \"lava\"\nserver = \"https://lava.lab/\"\ntoken_env = \"LAVA_TOKEN\"\ndevice_type = \"qemu\"\ntags = [\"qemu-01\"]\njobs = 8\n").unwrap();
     let HostKind::Lava(l) = &c.hosts[0].kind else {
         panic!("not lava")
     };
-    assert_eq!(l.server, "http://lava.lab");
+    assert_eq!(l.server, "https://lava.lab");
     assert_eq!(l.token, crate::config::LavaToken::Env("LAVA_TOKEN".into()));
     assert_eq!((l.jobs, l.job_timeout_s, l.scratch_mb), (8, 1800, 256));
     assert_eq!(l.tags, ["qemu-01"]);
-    let base = "kind = \"lava\"\nserver = \"http://l\"\ndevice_type = \"qemu\"\n";
+    let base = "kind = \"lava\"\nserver = \"https://l\"\ndevice_type = \"qemu\"\n";
     for (host, field, words) in [
         (
             format!("{base}token = \"s3cret\"\n"),
@@ -565,7 +565,7 @@ fn with_number(dir: &Path, b: &super::bounds::Bound, value: &str) -> PathBuf {
         ),
         ("hosts[]", Some("lava")) => kernel("").replace(
             "kind = \"qemu\"\n",
-            &format!("kind = \"lava\"\nserver = \"http://l\"\ntoken_env = \"T\"\ndevice_type = \"qemu\"\n{line}"),
+            &format!("kind = \"lava\"\nserver = \"https://l\"\ntoken_env = \"T\"\ndevice_type = \"qemu\"\n{line}"),
         ),
         ("workload", _) => kernel("") + &line,
         ("classify", _) => {

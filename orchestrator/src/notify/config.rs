@@ -242,7 +242,7 @@ fn email(v: &V, raw: RawEmail) -> Result<EmailConfig, ConfigError> {
             ))
         }
     };
-    if tls == SmtpTls::None && !is_loopback(&server) {
+    if tls == SmtpTls::None && !crate::config::url::is_loopback(&server) {
         return Err(v.field(
             "notify.email.tls",
             format!(
@@ -353,43 +353,9 @@ fn webhook(v: &V, raw: RawWebhook) -> Result<WebhookConfig, ConfigError> {
             "missing: give the address to POST to, e.g. url = \"https://hooks.example.org/firstbad\"",
         )
     })?;
-    let url = reqwest::Url::parse(url.trim()).map_err(|e| {
-        v.field(
-            "notify.webhook.url",
-            format!(
-                "{} is not a URL ({e}): give e.g. \"https://hooks.example.org/firstbad\"",
-                snippet(&url)
-            ),
-        )
-    })?;
-    let host = url.host_str().unwrap_or("").trim_matches(['[', ']']);
-    match url.scheme() {
-        "https" => {}
-        "http" if is_loopback(host) => {}
-        "http" => {
-            return Err(v.field(
-                "notify.webhook.url",
-                format!(
-                    "http sends the report in plain text, so it is only for this machine \
-                     (127.0.0.1, ::1, localhost), not {}: use https",
-                    snippet(host)
-                ),
-            ))
-        }
-        other => {
-            return Err(v.field(
-                "notify.webhook.url",
-                format!("{} is not http(s): give an https URL", snippet(other)),
-            ))
-        }
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(v.field(
-            "notify.webhook.url",
-            "holds a user or password: remove it, and give a token with bearer_token_env or \
-             headers_env instead (secrets are never read from the series file)",
-        ));
-    }
+    let url =
+        crate::config::url::checked_url(&url, crate::config::url::Carries::Secret("the report"))
+            .map_err(|why| v.field("notify.webhook.url", why))?;
     let mut headers = Vec::new();
     if let Some(var) = raw.bearer_token_env {
         let field = "notify.webhook.bearer_token_env";
@@ -516,13 +482,6 @@ fn host(v: &V, field: &str, s: &str) -> Result<String, ConfigError> {
         return Err(v.field(field, format!("{} is not a host name: {fix}", snippet(s))));
     }
     Ok(s.to_owned())
-}
-
-/// Whether mail or HTTP to `host` stays on this machine.
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim_matches(['[', ']']);
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 fn mailbox(v: &V, field: &str, s: &str) -> Result<Mailbox, ConfigError> {
