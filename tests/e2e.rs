@@ -95,8 +95,9 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         .filter(|(k, _, _)| k == "boot-finished")
         .count();
     assert!(
-        finished_boots_before >= 16,
-        "baselines (8 boots of each endpoint at least) were measured before the kill"
+        finished_boots_before >= 10,
+        "baselines (5 boots of each endpoint at least: their first look) were measured before \
+         the kill"
     );
 
     // Rerun: resumes to the end.

@@ -175,7 +175,8 @@ fn reproduce_debian_6_1_against_6_12_on_fsync_latency_and_buffered_reads() {
                 "{name}:\n{stdout}"
             );
         }
-        // Every boot's samples are in the journal, at most 8 boots a side, each verified by
+        // Every boot's samples are in the journal, 5 or 8 boots a side (the baselines' looks up
+        // to max_baseline_boots; 5 decides only a regression of Δ/σ ≥ 6), each verified by
         // the release it reported.
         let events = common::journal_events(&sub.join("state/reproduce"));
         let boots: Vec<&serde_json::Value> = events
@@ -188,7 +189,11 @@ fn reproduce_debian_6_1_against_6_12_on_fsync_latency_and_buffered_reads() {
             .iter()
             .filter_map(|b| b["outcome"].get("result"))
             .collect();
-        assert_eq!(measured.len(), 16, "{name}: {boots:?}");
+        assert!(
+            matches!(measured.len(), 10 | 16),
+            "{name}: {} boots: {boots:?}",
+            measured.len()
+        );
         for r in &measured {
             let samples = r["series"]
                 .as_object()
