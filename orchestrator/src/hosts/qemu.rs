@@ -293,9 +293,8 @@ impl Session {
     ) -> Result<WorkloadResult, BootFailure> {
         // The console is qemu's stdout: closed, the VM is gone.
         let closed = super::session::Closed::Fails("qemu exited during the workload");
-        let client = self.client.clone();
         super::session::run_watched(
-            &client,
+            &self.client,
             workload,
             timeout,
             &mut self.fatal,

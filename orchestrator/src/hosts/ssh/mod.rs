@@ -431,9 +431,8 @@ impl Session {
         // The console is a command of the lab's (a serial server, IPMI SOL): when it ends, it
         // says nothing about the kernel.
         let closed = crate::hosts::session::Closed::Ignored;
-        let client = self.client.clone();
         crate::hosts::session::run_watched(
-            &client,
+            &self.client,
             workload,
             timeout,
             &mut self.fatal,
