@@ -292,7 +292,12 @@ impl Mounted {
     /// A fresh `mib` MiB ext4 file system.
     pub fn ext4(mib: u64) -> Mounted {
         let lo = Loop::sparse(mib);
-        sh(&format!("mkfs.ext4 -q -F {}", lo.dev));
+        // Inode tables and journal written now: ext4lazyinit writing them in the background
+        // would compete with the workload being measured.
+        sh(&format!(
+            "mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 {}",
+            lo.dev
+        ));
         let dir = tempfile::tempdir().expect("mount point");
         sh(&format!("mount {} {}", lo.dev, dir.path().display()));
         Mounted { dir, lo }
