@@ -64,7 +64,7 @@ impl World {
 
     /// Boot `boot` of commit `i`: a value with 10% noise, the same for the same boot.
     fn value(&self, i: usize, boot: u32) -> f64 {
-        let mut rng = rand::rngs::StdRng::seed_from_u64((i as u64) << 20 | u64::from(boot));
+        let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64((i as u64) << 20 | u64::from(boot));
         let z: f64 = (0..12).map(|_| rng.gen::<f64>()).sum::<f64>() - 6.0;
         let moved = i == 0 && self.good_moves_after.is_some_and(|k| boot as usize > k);
         let level = f64::from(u8::from(i >= self.culprit || moved));

@@ -397,12 +397,12 @@ fn confirm(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha12Rng;
 
     const L: Direction = Direction::LowerIsBetter;
 
-    fn normal(rng: &mut StdRng) -> f64 {
+    fn normal(rng: &mut ChaCha12Rng) -> f64 {
         let u: f64 = 1.0 - rng.gen::<f64>();
         let v: f64 = rng.gen();
         (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
@@ -417,7 +417,7 @@ mod tests {
         seed: u64,
         level: impl Fn(usize) -> f64,
     ) -> Vec<Night> {
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = ChaCha12Rng::seed_from_u64(seed);
         (0..n)
             .map(|i| {
                 let mut boot = |l: f64| (35.0 * l * (1.0 + noise * normal(&mut rng))).max(0.1);

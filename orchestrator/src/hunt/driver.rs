@@ -442,7 +442,10 @@ pub fn next_side(counts: &[usize], seed: u64) -> usize {
 }
 
 /// The seeded order of the sides in round `r`: for two sides, the first first with the
-/// probability one half ([`first_side_first`]).
+/// probability one half ([`first_side_first`]). ChaCha12 by name, not `StdRng`: a resumed
+/// hunt must make the choices its first run would have made, and rand does not promise
+/// `StdRng`'s algorithm across releases (rand 0.8's `StdRng` is this same ChaCha12 stream, so
+/// journals written before read the same).
 fn round_order(sides: usize, seed: u64, r: usize) -> Vec<usize> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
@@ -454,7 +457,7 @@ fn round_order(sides: usize, seed: u64, r: usize) -> Vec<usize> {
         };
     }
     let mut order: Vec<usize> = (0..sides).collect();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(
         seed ^ (r as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ sides as u64,
     );
     order.shuffle(&mut rng);
@@ -465,8 +468,10 @@ fn round_order(sides: usize, seed: u64, r: usize) -> Vec<usize> {
 /// random order, the same on every rerun.
 fn first_side_first(seed: u64, pair: usize) -> bool {
     use rand::{Rng, SeedableRng};
-    rand::rngs::StdRng::seed_from_u64(seed ^ (pair as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .gen::<bool>()
+    rand_chacha::ChaCha12Rng::seed_from_u64(
+        seed ^ (pair as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    )
+    .gen::<bool>()
 }
 
 #[cfg(test)]
@@ -482,6 +487,21 @@ mod tests {
                 i
             })
             .collect()
+    }
+
+    /// The order of interleaved boots is part of a journal's meaning: a resumed hunt must
+    /// choose as its first run did. These are the sides ChaCha12 gives (the same as rand
+    /// 0.8's `StdRng`, which wrote every journal before the switch); a dependency that changes
+    /// the stream turns this red.
+    #[test]
+    fn the_seeded_order_of_sides_is_the_stream_journals_were_written_with() {
+        let two: Vec<bool> = (0..16).map(|r| first_side_first(42, r)).collect();
+        let four: Vec<Vec<usize>> = (0..3).map(|r| round_order(4, 42, r)).collect();
+        assert_eq!(
+            format!("{two:?} {four:?}"),
+            "[false, false, false, true, true, false, false, false, true, false, true, false, \
+             true, true, true, true] [[0, 2, 1, 3], [0, 2, 3, 1], [1, 0, 2, 3]]"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use super::*;
 
 /// Runs `strategy` on one history drawn for `cell` from `seed`; the outcome, boots and builds.
 pub fn run_one(strategy: Strategy, cell: &Cell, seed: u64) -> (Outcome, World) {
-    let mut w = World::new(cell, StdRng::seed_from_u64(seed));
+    let mut w = World::new(cell, ChaCha12Rng::seed_from_u64(seed));
     let o = match strategy {
         Strategy::Firstbad => firstbad(&mut w, false),
         Strategy::FirstbadGreedy => firstbad(&mut w, true),

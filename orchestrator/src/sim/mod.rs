@@ -1,7 +1,7 @@
 //! `firstbad sim`: firstbad's own classifier and search on synthetic noisy histories, side by
 //! side with the strategies people use today.
 //!
-//! Pure code: every replicate draws from a `StdRng` seeded from (seed, cell, replicate), so a
+//! Pure code: every replicate draws from a `ChaCha12Rng` seeded from (seed, cell, replicate), so a
 //! table is reproducible bit for bit with the same seed and the same `rand` version.
 //!
 //! # Histories
@@ -47,8 +47,8 @@ use crate::sequential::{
     assess_baselines, decide, BaselineOutcome, Call, HostFailures, Model, SequentialConfig,
 };
 use crate::stats::{ks_2samp, mann_whitney_u, mean};
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

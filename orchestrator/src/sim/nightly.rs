@@ -2,7 +2,7 @@
 //! side with our re-implementations of Apache Otava's E-divisive (its defaults) and Mozilla
 //! Perfherder's t-test.
 //!
-//! Pure code: replicate `r` of a cell draws from a `StdRng` seeded from (seed, cell, r), and all
+//! Pure code: replicate `r` of a cell draws from a `ChaCha12Rng` seeded from (seed, cell, r), and all
 //! three detectors watch the same series, so a table is reproducible bit for bit.
 //!
 //! # A series
@@ -38,8 +38,8 @@ use crate::changepoint::{
 };
 use crate::config::Direction;
 use crate::stats::median;
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 use rayon::prelude::*;
 use std::fmt::Write as _;
 
@@ -192,7 +192,7 @@ pub struct Series {
 
 /// Draws the series of replicate `seed` of `cell`.
 pub fn draw(cell: &NightlyCell, seed: u64) -> Series {
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = ChaCha12Rng::seed_from_u64(seed);
     let change = (cell.change != Change::Quiet).then(|| rng.gen_range(CHANGE_FROM..CHANGE_TO));
     let host_step = rng.gen_range(1..NIGHTS);
     let full = SIGMA_REL * cell.d;
@@ -210,7 +210,7 @@ pub fn draw(cell: &NightlyCell, seed: u64) -> Series {
                 HostNoise::Step if i >= host_step => 1.0 + SIGMA_REL * STEP_SIGMAS,
                 _ => 1.0,
             };
-            let boot = |level: f64, rng: &mut StdRng| {
+            let boot = |level: f64, rng: &mut ChaCha12Rng| {
                 let mut v = BASE * (host * level + SIGMA_REL * normal(rng));
                 if cell.noise == HostNoise::Outliers && rng.gen::<f64>() < OUTLIER_SHARE {
                     v *= rng.gen_range(2.0..5.0);

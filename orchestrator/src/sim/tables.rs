@@ -128,7 +128,7 @@ pub fn share_standard_error(
         n > 0 && at.len() == n && below.is_none_or(|b| b.len() == n),
         "one sample per history, the same histories in every run"
     );
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = ChaCha12Rng::seed_from_u64(seed);
     let mut idx = vec![0usize; n];
     let figures = |v: &[Sample], idx: &[usize]| {
         let right = idx.iter().filter(|&&i| v[i].right).count();

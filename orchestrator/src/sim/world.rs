@@ -104,7 +104,7 @@ pub struct World {
     pub(super) shape: Shape,
     pub(super) d: f64,
     pub(super) noise: Noise,
-    pub(super) rng: StdRng,
+    pub(super) rng: ChaCha12Rng,
     pub(super) boots: usize,
     pub(super) builds: usize,
     pub(super) built: Vec<bool>,
@@ -135,7 +135,7 @@ pub(super) fn normal<R: Rng>(rng: &mut R) -> f64 {
 
 impl World {
     /// Draws a history for `cell` from `rng`.
-    pub fn new(cell: &Cell, mut rng: StdRng) -> World {
+    pub fn new(cell: &Cell, mut rng: ChaCha12Rng) -> World {
         let n = cell.n;
         let culprits = match cell.shape {
             Shape::OneCulprit => vec![rng.gen_range(1..=n)],
@@ -181,7 +181,7 @@ impl World {
             shape: self.shape,
             d: 0.0,
             noise: self.noise,
-            rng: StdRng::seed_from_u64(0),
+            rng: ChaCha12Rng::seed_from_u64(0),
             boots: 0,
             builds: 0,
             built: Vec::new(),
