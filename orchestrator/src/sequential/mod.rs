@@ -365,6 +365,22 @@ pub fn assess_baselines(
     if early {
         return BaselineOutcome::NeedMore;
     }
+    // The other direction, as clear as a regression would have to be: bad is better than
+    // good. Said as an improvement with its interval, never as "indistinguishable" (issue 31:
+    // a p99 that fell from 107 to 65 ms, Mann-Whitney p = 0.0002, was reported as
+    // indistinguishable). The hunt still has no regression to bisect.
+    if p < cfg.alpha && -effect >= floor {
+        let z = normal_quantile(1.0 - cfg.alpha / 2.0);
+        let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+        return BaselineOutcome::Refuted(format!(
+            "bad is better than good, the other direction from the regression sought: \
+             {:+.1}% ({:+.1}% to {:+.1}%, {:.0}% interval): {figures}",
+            pct(effect),
+            pct(effect - z * se),
+            pct(effect + z * se),
+            (1.0 - cfg.alpha) * 100.0
+        ));
+    }
     let upper = effect + normal_quantile(1.0 - cfg.beta) * se;
     if upper < floor {
         return BaselineOutcome::Refuted(format!(
@@ -613,6 +629,31 @@ mod tests {
             matches!(r, BaselineOutcome::Refuted(ref m) if m.contains("floor")),
             "{r:?}"
         );
+    }
+
+    /// Issue 31: a p99 that fell from 107 to 65 ms (Mann-Whitney p = 0.0002) was reported
+    /// as "good and bad are indistinguishable"; the other direction is an improvement, said
+    /// with its figures and interval, and still not the regression sought.
+    #[test]
+    fn bad_clearly_better_than_good_is_an_improvement_not_indistinguishable() {
+        let good = [107.0, 104.0, 111.0, 109.0, 102.0, 108.0, 106.0, 110.0];
+        let bad = [65.0, 63.0, 68.0, 66.0, 61.0, 67.0, 64.0, 69.0];
+        let cfg = SequentialConfig::default();
+        let mut out = BaselineOutcome::NeedMore;
+        for n in 1..=good.len() {
+            out = assess_baselines(&good[..n], &bad[..n], Direction::LowerIsBetter, &cfg);
+            if out != BaselineOutcome::NeedMore {
+                break;
+            }
+        }
+        let BaselineOutcome::Refuted(text) = out else {
+            panic!("an improvement is not a regression: {out:?}")
+        };
+        assert!(
+            text.starts_with("bad is better than good") && text.contains("-39."),
+            "{text}"
+        );
+        assert!(!text.contains("indistinguishable"), "{text}");
     }
 
     #[test]
