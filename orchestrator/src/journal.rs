@@ -306,6 +306,11 @@ pub enum Event {
         confirmed: bool,
         /// The figures, for a person.
         summary: String,
+        /// Where the parent and the culprit sit between good and bad in the re-test's rounds
+        /// (baselines mode); absent without such a re-test, and in journals written before it
+        /// was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        levels: Option<crate::posterior::StepLevels>,
     },
     /// A commit was classified.
     Verdict {

@@ -304,6 +304,20 @@ fn fixture() -> Fixture {
         summary: "re-test against its parent in 3 interleaved pairs: parent median 5.0, culprit \
                   median 55.0 (+1000.0%); posterior probability of the culprit 99.1% (target 95%)"
             .into(),
+        // The re-test's levels: the parent at good, the culprit at bad, the whole regression.
+        levels: Some(firstbad::posterior::StepLevels {
+            parent: firstbad::posterior::Level {
+                level: 0.02,
+                lo: -0.05,
+                hi: 0.09,
+            },
+            culprit: firstbad::posterior::Level {
+                level: 0.97,
+                lo: 0.9,
+                hi: 1.04,
+            },
+            floor: 0.05,
+        }),
     })
     .unwrap();
     j.append(&Event::Finished { end }).unwrap();
@@ -404,6 +418,25 @@ fn json_follows_the_documented_schema() {
     assert_eq!(v["schema"], "firstbad-report/2");
     assert_eq!(v["confidence"]["probability"], 0.991);
     assert_eq!(v["confidence"]["confirmed"], true);
+    // The culprit's share of the regression with its interval, from the journalled levels.
+    let share = &v["confidence"]["culprit_share"];
+    let close = |x: &serde_json::Value, y: f64| (x.as_f64().unwrap() - y).abs() < 1e-9;
+    assert!(
+        close(&share["value"], 0.95) && close(&share["low"], 0.81) && close(&share["high"], 1.09),
+        "{share}"
+    );
+    assert_eq!(v["confidence"]["rest"]["before"], false);
+    assert_eq!(v["confidence"]["rest"]["after"], false);
+    for key in v["confidence"].as_object().unwrap().keys() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-schema.md"),
+        )
+        .unwrap();
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "confidence.{key} undocumented"
+        );
+    }
     assert_eq!(v["status"], "found");
     assert_eq!(v["first_bad"]["id"], f.ids[CULPRIT].as_str());
     assert_eq!(v["first_bad"]["subject"], SUBJECTS[CULPRIT]);

@@ -65,6 +65,10 @@ pub struct Confirmation {
     pub confirmed: bool,
     /// The figures.
     pub summary: String,
+    /// Its first parent (empty when it has none).
+    pub parent: String,
+    /// Where the parent and the culprit sit between good and bad, when the re-test read it.
+    pub levels: Option<crate::posterior::StepLevels>,
 }
 
 /// A step begun and not yet finished.
@@ -254,16 +258,19 @@ impl HuntState {
             }
             Event::Confirmation {
                 commit,
+                parent,
                 confidence,
                 confirmed,
                 summary,
-                ..
+                levels,
             } => {
                 self.confirmation = Some(Confirmation {
                     commit: commit.clone(),
                     confidence: *confidence,
                     confirmed: *confirmed,
                     summary: summary.clone(),
+                    parent: parent.clone(),
+                    levels: *levels,
                 })
             }
             Event::Verdict {

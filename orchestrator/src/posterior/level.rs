@@ -6,7 +6,7 @@
 /// interval: for the confirmation, so that a culprit that explains only part of the regression
 /// (two culprits, as with the CFQ queue-depth and dirty-ratio changes that together made fsync
 /// take 20 s) is said to be part of it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Level {
     /// The estimate.
     pub level: f64,
@@ -89,6 +89,49 @@ pub fn rest(parent: &Level, culprit: &Level, floor: f64) -> Rest {
     Rest {
         after: culprit.hi < 1.0 && 1.0 - culprit.level >= floor,
         before: parent.lo > 0.0 && parent.level >= floor,
+    }
+}
+
+/// Where a culprit and its first parent sit between good (0) and bad (1) in the re-test's
+/// rounds, and the smallest share of the regression that counts: journalled with the
+/// confirmation, so that what comes next (another step hunted in the same run, a share of the
+/// whole) is read from figures, never from the words.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepLevels {
+    /// The parent's level.
+    pub parent: Level,
+    /// The culprit's level.
+    pub culprit: Level,
+    /// The smallest share that counts ([`rest`]'s floor).
+    pub floor: f64,
+}
+
+impl StepLevels {
+    /// What the levels say of the rest of the regression.
+    pub fn rest(&self) -> Rest {
+        rest(&self.parent, &self.culprit, self.floor)
+    }
+
+    /// Some of the regression lies before the parent or after the culprit.
+    pub fn several(&self) -> bool {
+        let r = self.rest();
+        r.after || r.before
+    }
+
+    /// The culprit's level is above the parent's beyond both intervals, by the floor at least.
+    pub fn clear(&self) -> bool {
+        self.culprit.lo - self.parent.hi >= self.floor
+    }
+
+    /// The step's share of the range between the references: the estimate and the interval
+    /// its two levels' intervals allow (conservative: the two share their references, so the
+    /// difference's own interval is narrower).
+    pub fn share(&self) -> Level {
+        Level {
+            level: self.culprit.level - self.parent.level,
+            lo: self.culprit.lo - self.parent.hi,
+            hi: self.culprit.hi - self.parent.lo,
+        }
     }
 }
 

@@ -44,7 +44,9 @@ pub use dag::{
     class_probability, classes, commit_evidence, dag_posterior, dag_posterior_with_host, Evidence,
     HostMove, STEP_GRID, STEP_PRIOR, STEP_SIZE_PRIOR,
 };
-pub use level::{level_between, rest, rounds_to_separate, Level, Rest, LEVEL_PERCENT, LEVEL_Z};
+pub use level::{
+    level_between, rest, rounds_to_separate, Level, Rest, StepLevels, LEVEL_PERCENT, LEVEL_Z,
+};
 pub use linear::{Posterior, Standing};
 pub use refine::{
     marginal_precision, refine_budget, refine_step, spread, Candidate, RefineRule, RefineStep,

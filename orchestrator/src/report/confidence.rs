@@ -1,7 +1,7 @@
 //! How sure a report is of its answer ([`Confidence`]): the endpoints' separation, the
 //! verdicts' error rates, the final re-test and its posterior probability, drift of the host.
 
-use super::model::{CommitReport, Confidence, Context};
+use super::model::{CommitReport, Confidence, Context, Estimate, RestOfRegression};
 use crate::config::Direction;
 use crate::hunt::HuntState;
 use crate::journal::{HuntEnd, Verdict};
@@ -89,11 +89,27 @@ pub(super) fn confidence(
     if !found {
         reasons.push("no single first bad commit (yet)".to_owned());
     }
+    let levels = confirmation.and_then(|c| c.levels);
     Confidence {
         level,
         baseline_separation: separation,
         probability,
         confirmed: confirmation.map(|c| c.confirmed),
+        culprit_share: levels.map(|l| {
+            let share = l.share();
+            Estimate {
+                value: share.level,
+                low: share.lo,
+                high: share.hi,
+            }
+        }),
+        rest: levels.map(|l| {
+            let rest = l.rest();
+            RestOfRegression {
+                before: rest.before,
+                after: rest.after,
+            }
+        }),
         decided_verdicts: decided,
         skipped,
         reasons,
@@ -137,6 +153,8 @@ fn reproduction(
         baseline_separation: separation,
         probability: None,
         confirmed: None,
+        culprit_share: None,
+        rest: None,
         decided_verdicts: 0,
         skipped: 0,
         reasons,

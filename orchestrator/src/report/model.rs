@@ -145,12 +145,30 @@ pub struct Confidence {
     /// Whether the final re-test of the culprit against its parent bore it out (null when it
     /// was not run).
     pub confirmed: Option<bool>,
+    /// The culprit's share of the whole regression (0 to 1 of the way from good to bad, the
+    /// step from its parent to it), with its interval, from the final re-test's rounds; null
+    /// without a re-test beside measured endpoints.
+    pub culprit_share: Option<Estimate>,
+    /// Where the rest of the regression lies, when the re-test puts part of it outside the
+    /// step from the parent to the culprit (`before` the parent, `after` the culprit); null
+    /// without a re-test beside measured endpoints.
+    pub rest: Option<RestOfRegression>,
     /// Good and bad verdicts given.
     pub decided_verdicts: usize,
     /// Skipped commits.
     pub skipped: usize,
     /// The reasons, for a person.
     pub reasons: Vec<String>,
+}
+
+/// Where a culprit's re-test puts the rest of the regression.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RestOfRegression {
+    /// Part of the regression lies before the culprit's parent (its level is clearly above
+    /// good, by the smallest effect that counts).
+    pub before: bool,
+    /// Part of it lies after the culprit (its level is clearly short of bad).
+    pub after: bool,
 }
 
 /// One endpoint's figures in [`Regression`].

@@ -14,7 +14,7 @@ use super::super::{short, HuntState};
 use crate::journal::{BootOutcome, BuildOutcome, Event};
 use crate::posterior::{
     class_probability, dag_posterior_with_host, level_between, rounds_to_separate, Level,
-    LEVEL_PERCENT,
+    StepLevels, LEVEL_PERCENT,
 };
 use crate::sequential::{oriented, Model};
 use crate::stats::{mann_whitney_u, median};
@@ -327,7 +327,7 @@ fn conclude(
     // How much of the regression the step from the parent to the culprit is: only against
     // measured endpoints (baselines mode), where bad is the regression itself.
     let steps = reading.filter(|_| s.baselines_mode()).and_then(|r| {
-        r.levels.map(|(parent, culprit)| Steps {
+        r.levels.map(|(parent, culprit)| StepLevels {
             parent,
             culprit,
             floor: r.floor,
@@ -385,7 +385,7 @@ fn conclude(
     // the right culprit 0.0% while the re-test ordered it +20% against its parent and its
     // level read 67% (65-68%): docs/metric-hunts.md. There the step is confirmed by the
     // re-test and the levels, and no probability is claimed.
-    let several = steps.filter(Steps::several);
+    let several = steps.filter(StepLevels::several);
     let confirmed = match (&several, &confidence) {
         (Some(st), _) => ordered && alone && st.clear(),
         (None, Some((p, ..))) => ordered && alone && *p >= c.confidence,
@@ -416,27 +416,6 @@ fn conclude(
         confidence,
         confirmed,
         summary,
+        levels: steps,
     })
-}
-
-/// Where the parent and the culprit sit between good (0) and bad (1), and the smallest part of
-/// the regression that counts.
-#[derive(Debug, Clone, Copy)]
-struct Steps {
-    parent: Level,
-    culprit: Level,
-    floor: f64,
-}
-
-impl Steps {
-    /// Some of the regression lies before the parent or after the culprit.
-    fn several(&self) -> bool {
-        let r = crate::posterior::rest(&self.parent, &self.culprit, self.floor);
-        r.after || r.before
-    }
-
-    /// The culprit's level is above the parent's beyond both intervals, by the floor at least.
-    fn clear(&self) -> bool {
-        self.culprit.lo - self.parent.hi >= self.floor
-    }
 }
