@@ -1,9 +1,10 @@
 //! The HTTP API: routes, bearer-token check, error bodies, and the in-memory run table.
 
 use crate::{identity, workloads};
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, Method, StatusCode, Uri};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -20,10 +21,11 @@ use tokio::sync::Notify;
 pub const BODY_LIMIT: usize = 64 * 1024;
 /// Finished runs kept for polling; older ones are forgotten (each may hold 1M samples).
 const KEPT_RUNS: usize = 32;
-/// Samples kept over all finished runs (8 bytes each in memory, about 20 as JSON): past it the
-/// oldest finished runs are forgotten even within [`KEPT_RUNS`]; 32 runs of a million samples
-/// each held 256 MB (issue 19). The newest run is always kept, so that it can be polled.
-const KEPT_SAMPLES: usize = 4_000_000;
+/// Bytes of JSON kept over all runs: past it the oldest finished runs are forgotten even within
+/// [`KEPT_RUNS`]; 32 runs of a million samples each held 256 MB (issue 19). 32 MiB is what the
+/// bound of issue 19, 4 million samples, took as 8-byte numbers; as JSON, about 20 bytes a
+/// sample, it keeps about 1.6 million. The newest run is always kept, so that it can be polled.
+const KEPT_BYTES: usize = 32 << 20;
 /// How long a cancel request waits for the workload to stop and clean up before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -52,9 +54,61 @@ struct Runs {
     running: Option<String>,
 }
 
+/// One run in the table: its answer, serialised once whenever it changes.
+///
+/// Every `GET /v1/runs/{id}` and cancel answer shares `body` (a reference-counted buffer):
+/// issue 32, finding 6, was that each GET cloned the result and serialised the clone, so 30
+/// concurrent GETs of a large result held 30 copies (+310 MB, kept resident).
 struct Run {
-    status: RunStatus,
+    /// Where the run is: whether it can still be cancelled or forgotten.
+    state: RunState,
+    /// The [`RunStatus`] as `Json(RunStatus)` would write it.
+    body: Bytes,
     cancel: Arc<AtomicBool>,
+}
+
+/// `status` as `Json(RunStatus)` writes it, and the state the JSON says; `status` (its
+/// samples as numbers) is dropped after.
+fn serialised(status: RunStatus) -> (RunState, Bytes) {
+    match serde_json::to_vec(&status) {
+        Ok(json) => (status.state, Bytes::from(json)),
+        // serde_json fails only on maps whose keys are not strings, and a RunStatus has none;
+        // should that change, the run fails and says why rather than answering nothing.
+        Err(e) => {
+            let failed = RunStatus {
+                id: status.id,
+                state: RunState::Failed,
+                result: None,
+                error: Some(format!("the agent cannot serialise the result: {e}")),
+            };
+            let json = serde_json::to_vec(&failed).unwrap_or_default();
+            (RunState::Failed, Bytes::from(json))
+        }
+    }
+}
+
+impl Run {
+    /// A run in `status`, serialised now.
+    fn new(status: RunStatus, cancel: Arc<AtomicBool>) -> Run {
+        let (state, body) = serialised(status);
+        Run {
+            state,
+            body,
+            cancel,
+        }
+    }
+
+    /// The answer to a GET or a cancel: the shared body, as `Json(RunStatus)` sends it.
+    fn response(&self) -> Response {
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            self.body.clone(),
+        )
+            .into_response()
+    }
 }
 
 impl AppState {
@@ -226,11 +280,8 @@ async fn start_run(
             result: None,
             error: None,
         };
-        let run = Run {
-            status,
-            cancel: cancel.clone(),
-        };
-        runs.by_id.insert(id.clone(), run);
+        runs.by_id
+            .insert(id.clone(), Run::new(status, cancel.clone()));
         runs.order.push_back(id.clone());
         runs.running = Some(id.clone());
         forget_old_runs(&mut runs);
@@ -259,25 +310,28 @@ fn finish(
     id: &str,
     outcome: Result<Result<workloads::Outcome, workloads::WorkloadError>, tokio::task::JoinError>,
 ) {
+    let mut status = RunStatus {
+        id: id.to_owned(),
+        state: RunState::Failed,
+        result: None,
+        error: None,
+    };
+    match outcome {
+        Ok(Ok(workloads::Outcome::Done(result))) => {
+            status.state = RunState::Done;
+            status.result = Some(result);
+        }
+        Ok(Ok(workloads::Outcome::Cancelled)) => status.state = RunState::Cancelled,
+        Ok(Err(e)) => status.error = Some(e.to_string()),
+        Err(e) => status.error = Some(format!("workload task failed: {e}")),
+    }
+    tracing::info!(run = %id, state = ?status.state, error = status.error, "run ended");
+    // Serialised once, before the table is locked: a large result takes a while.
+    let (ended, body) = serialised(status);
     let mut runs = state.runs();
     if let Some(run) = runs.by_id.get_mut(id) {
-        let status = &mut run.status;
-        match outcome {
-            Ok(Ok(workloads::Outcome::Done(result))) => {
-                status.state = RunState::Done;
-                status.result = Some(result);
-            }
-            Ok(Ok(workloads::Outcome::Cancelled)) => status.state = RunState::Cancelled,
-            Ok(Err(e)) => {
-                status.state = RunState::Failed;
-                status.error = Some(e.to_string());
-            }
-            Err(e) => {
-                status.state = RunState::Failed;
-                status.error = Some(format!("workload task failed: {e}"));
-            }
-        }
-        tracing::info!(run = %id, state = ?status.state, error = status.error, "run ended");
+        run.state = ended;
+        run.body = body;
     }
     runs.running = None;
     forget_old_runs(&mut runs);
@@ -285,20 +339,13 @@ fn finish(
     state.0.run_ended.notify_waiters();
 }
 
-/// Samples a run holds: every series' and the vmstat series'.
-fn samples_of(status: &RunStatus) -> usize {
-    status.result.as_ref().map_or(0, |r| {
-        r.series.values().map(|s| s.samples.len()).sum::<usize>() + r.vmstat.len()
-    })
-}
-
-/// Forgets the oldest finished runs beyond [`KEPT_RUNS`] or [`KEPT_SAMPLES`]; never the
+/// Forgets the oldest finished runs beyond [`KEPT_RUNS`] or [`KEPT_BYTES`]; never the
 /// running one nor the newest.
 fn forget_old_runs(runs: &mut Runs) {
-    let mut total: usize = runs.by_id.values().map(|r| samples_of(&r.status)).sum();
+    let mut total: usize = runs.by_id.values().map(|r| r.body.len()).sum();
     let newest = runs.order.back().cloned();
     let mut i = 0;
-    while i < runs.order.len() && (runs.order.len() > KEPT_RUNS || total > KEPT_SAMPLES) {
+    while i < runs.order.len() && (runs.order.len() > KEPT_RUNS || total > KEPT_BYTES) {
         let id = &runs.order[i];
         if runs.running.as_deref() == Some(id.as_str()) || newest.as_ref() == Some(id) {
             i += 1;
@@ -306,7 +353,7 @@ fn forget_old_runs(runs: &mut Runs) {
         }
         if let Some(id) = runs.order.remove(i) {
             if let Some(run) = runs.by_id.remove(&id) {
-                total -= samples_of(&run.status);
+                total -= run.body.len();
             }
         }
     }
@@ -319,10 +366,10 @@ fn unknown_run(id: &str) -> AppError {
 async fn get_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<RunStatus>, AppError> {
+) -> Result<Response, AppError> {
     let runs = state.runs();
     let run = runs.by_id.get(&id).ok_or_else(|| unknown_run(&id))?;
-    Ok(Json(run.status.clone()))
+    Ok(run.response())
 }
 
 /// Asks the run to stop, then waits up to [`CANCEL_WAIT`] for it to stop and clean up, so that
@@ -330,7 +377,7 @@ async fn get_run(
 async fn cancel_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<RunStatus>, AppError> {
+) -> Result<Response, AppError> {
     let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
     loop {
         // Registered before looking, so that an end between the look and the wait is not missed.
@@ -338,15 +385,15 @@ async fn cancel_run(
         {
             let runs = state.runs();
             let run = runs.by_id.get(&id).ok_or_else(|| unknown_run(&id))?;
-            if run.status.state != RunState::Running {
-                return Ok(Json(run.status.clone()));
+            if run.state != RunState::Running {
+                return Ok(run.response());
             }
             run.cancel.store(true, Ordering::Relaxed);
         }
         if tokio::time::timeout_at(deadline, ended).await.is_err() {
             let runs = state.runs();
             let run = runs.by_id.get(&id).ok_or_else(|| unknown_run(&id))?;
-            return Ok(Json(run.status.clone()));
+            return Ok(run.response());
         }
     }
 }
@@ -355,7 +402,8 @@ async fn cancel_run(
 mod tests {
     use super::*;
 
-    fn finished(id: &str, samples: usize) -> Run {
+    /// A result with one series of `samples` samples of 1.0 (4 bytes each as JSON: `1.0,`).
+    fn result_of(samples: usize) -> firstbad_wire::WorkloadResult {
         let mut result = workloads::empty_result("fsync-latency", 1.0);
         result.series.insert(
             "fsync_latency".to_owned(),
@@ -364,24 +412,26 @@ mod tests {
                 samples: vec![1.0; samples],
             },
         );
+        result
+    }
+
+    /// A finished run whose answer is `bytes` long.
+    fn finished(bytes: usize) -> Run {
         Run {
-            status: RunStatus {
-                id: id.to_owned(),
-                state: RunState::Done,
-                result: Some(result),
-                error: None,
-            },
+            state: RunState::Done,
+            body: Bytes::from(vec![b' '; bytes]),
             cancel: Arc::new(AtomicBool::new(false)),
         }
     }
 
     // issue 19: 32 kept runs of a million samples each held 256 MB.
     #[test]
-    fn kept_results_are_bounded_by_their_samples_not_only_their_count() {
+    fn kept_results_are_bounded_by_their_size_not_only_their_count() {
         let mut runs = Runs::default();
+        // Each a quarter of KEPT_BYTES: four fit, five do not.
         for i in 0..6 {
             let id = format!("r{i}");
-            runs.by_id.insert(id.clone(), finished(&id, 1_000_000));
+            runs.by_id.insert(id.clone(), finished(KEPT_BYTES / 4));
             runs.order.push_back(id);
         }
         forget_old_runs(&mut runs);
@@ -390,10 +440,89 @@ mod tests {
         assert_eq!(runs.by_id.len(), 4);
         // The newest is kept whatever its size.
         runs.by_id
-            .insert("big".to_owned(), finished("big", 5_000_000));
+            .insert("big".to_owned(), finished(2 * KEPT_BYTES));
         runs.order.push_back("big".to_owned());
         forget_old_runs(&mut runs);
         assert_eq!(runs.order, ["big"]);
+    }
+
+    /// A server state with run `id` running, as `start_run` leaves it.
+    fn with_running_run(id: &str) -> AppState {
+        let state = AppState::new(
+            "token".to_owned(),
+            PathBuf::from("/nonexistent"),
+            workloads::Limits::default(),
+        );
+        let mut runs = state.runs();
+        let status = RunStatus {
+            id: id.to_owned(),
+            state: RunState::Running,
+            result: None,
+            error: None,
+        };
+        let run = Run::new(status, Arc::new(AtomicBool::new(false)));
+        runs.by_id.insert(id.to_owned(), run);
+        runs.order.push_back(id.to_owned());
+        runs.running = Some(id.to_owned());
+        drop(runs);
+        state
+    }
+
+    /// The body of `GET /v1/runs/{id}`, as the handler answers it.
+    async fn get_body(state: &AppState, id: &str) -> axum::body::Bytes {
+        let response = get_run(State(state.clone()), Path(id.to_owned()))
+            .await
+            .into_response();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .map(|v| v.as_bytes()),
+            Some(&b"application/json"[..])
+        );
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("a body in memory")
+    }
+
+    // issue 32, finding 6: every GET of a finished run cloned its result and serialised the
+    // clone, so 30 concurrent GETs of a large result held 30 copies (+310 MB, kept resident).
+    #[tokio::test]
+    async fn gets_of_a_finished_run_share_one_serialised_body() {
+        let state = with_running_run("r1");
+        let expected = RunStatus {
+            id: "r1".to_owned(),
+            state: RunState::Done,
+            result: Some(result_of(100_000)),
+            error: None,
+        };
+        let outcome = workloads::Outcome::Done(result_of(100_000));
+        finish(&state, "r1", Ok(Ok(outcome)));
+        let first = get_body(&state, "r1").await;
+        let second = get_body(&state, "r1").await;
+        // The wire format is what `Json(RunStatus)` wrote.
+        assert_eq!(
+            first,
+            serde_json::to_vec(&expected).expect("serialises"),
+            "the body is not the RunStatus as JSON"
+        );
+        assert!(
+            first.as_ptr() == second.as_ptr(),
+            "two GETs of one {}-byte result were answered from two buffers",
+            first.len()
+        );
+        // A cancel of the finished run answers with the same bytes.
+        let cancelled = cancel_run(State(state.clone()), Path("r1".to_owned()))
+            .await
+            .into_response();
+        let cancelled = axum::body::to_bytes(cancelled.into_body(), usize::MAX)
+            .await
+            .expect("a body in memory");
+        assert!(
+            cancelled.as_ptr() == first.as_ptr(),
+            "the cancel answer is a copy"
+        );
     }
 
     #[test]

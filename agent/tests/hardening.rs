@@ -209,6 +209,35 @@ async fn fio_engines_that_load_a_shared_object_are_refused() {
     }
 }
 
+// issue 32, finding 6: `size` was counted where fio's `filesize` overrides it, and a file's
+// bytes before its `offset` were not counted (fio allocates the file from byte 0): such jobs
+// passed the scratch-space check and ran into ENOSPC.
+#[tokio::test]
+async fn fio_files_are_counted_to_their_end_against_the_scratch_space() {
+    let fs = common::Mounted::ext4(64);
+    let agent = Agent::start_in(fs.dir.path(), &[]);
+    for (job, mib) in [
+        // With filesize, size is only io_size: 1 MiB a pass at random places in a file of
+        // 64 MiB, pass after pass for 5 s (before: counted as 1 MiB, then ENOSPC).
+        (
+            "[w]\nrw=randwrite\nbs=64k\nsize=1m\nfilesize=64m\ntime_based\nruntime=5\n",
+            64,
+        ),
+        ("[w]\nrw=write\nbs=64k\nsize=1m\noffset=64m\n", 65),
+    ] {
+        let (status, why) = post_fio(&agent, job).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{job:?}: {why}");
+        assert!(
+            why.contains("MiB free") && why.contains(&format!("writes up to {mib} MiB")),
+            "{job:?}: {why}"
+        );
+    }
+    let (status, end) = post_fio(&agent, "[w]\nrw=write\nbs=64k\nsize=1m\noffset=1m\n").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{end}");
+    assert!(end.starts_with("Done"), "{end}");
+    assert!(agent.scratch_entries().is_empty());
+}
+
 // issue 19: `include` pulls in a file the agent never checked.
 #[tokio::test]
 async fn fio_include_directives_are_refused() {

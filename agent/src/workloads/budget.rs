@@ -1,13 +1,15 @@
 //! Per-run bounds on what one request may take from the test host: memory, OS threads and open
 //! files, checked when the run is requested (issue 19). Bytes written to scratch are checked
-//! against its free space separately (`workloads::bytes_needed`).
+//! against its free space separately (`workloads::bytes_needed`); a fio job whose bytes cannot
+//! be bounded is refused here (issue 32, finding 6).
 //!
 //! Before, one request of about 150 bytes (`fsync-latency` with 64 writers of 64 MiB blocks)
 //! took the agent from 10 MB to 1.8 GB within 3 s, and a `threads` run with 1-byte blocks grew
 //! by 20 MB a second, since every request's latency is kept: about 4 GiB per request passed
 //! validation, more than a test VM has.
 
-use super::{fio_job, MAX_SERIES_SAMPLES};
+use super::fio_job::{self, ByteCount, JobShape};
+use super::MAX_SERIES_SAMPLES;
 use firstbad_wire::Workload;
 
 /// Memory one latency sample costs while a run summarises it: the sample, the flattened copy
@@ -170,7 +172,10 @@ pub fn check(workload: &Workload, budget: &Budget) -> Result<(), String> {
         Workload::Fio(p) => {
             // validate() has parsed the job already; a job that does not parse has no shape.
             let jobs = fio_job::parse(&p.job).map(|j| j.jobs()).unwrap_or_default();
-            let sum = |f: &dyn Fn(&fio_job::JobShape) -> u64| {
+            if p.device.is_none() {
+                fio_scratch_bytes(&p.job)?;
+            }
+            let sum = |f: &dyn Fn(&JobShape) -> u64| {
                 jobs.iter().fold(0u64, |acc, j| acc.saturating_add(f(j)))
             };
             vec![
@@ -224,17 +229,96 @@ pub fn check(workload: &Workload, budget: &Budget) -> Result<(), String> {
     Ok(())
 }
 
-/// Bytes a fio job without a scratch device writes to the scratch directory at most: every
-/// job's files (`numjobs × size`); sizes given as percentages count as 0, since fio then sizes
-/// the file from what is there.
+/// How the bytes a fio job writes to scratch are counted, in its options' names, for messages.
+pub const FIO_SCRATCH_FORMULA: &str = "the sum over jobs of numjobs × (nrfiles × offset + size) \
+     + nrfiles × offset_increment × numjobs × (numjobs − 1) / 2, with nrfiles × filesize (its \
+     high end) in place of size when filesize is given";
+
+/// Bytes a fio job without a scratch device writes to the scratch directory at most
+/// ([`fio_scratch_bytes`]); `u64::MAX`, which no scratch holds, for a job it cannot bound.
 pub fn fio_bytes_needed(job: &str) -> u64 {
-    fio_job::parse(job)
-        .map(|j| {
-            j.jobs().iter().fold(0u64, |acc, j| {
-                acc.saturating_add(j.numjobs.saturating_mul(j.size.unwrap_or(0)))
-            })
-        })
-        .unwrap_or(0)
+    fio_scratch_bytes(job).unwrap_or(u64::MAX)
+}
+
+/// Bytes a fio job without a scratch device writes to the scratch directory at most, the sum
+/// of [`fio_job_scratch_bytes`] over its jobs; the error names the job section, the option and
+/// the fix.
+pub fn fio_scratch_bytes(job: &str) -> Result<u64, String> {
+    let job = fio_job::parse(job).map_err(|e| e.to_string())?;
+    job.jobs().iter().try_fold(0u64, |acc, j| {
+        Ok(acc.saturating_add(fio_job_scratch_bytes(j)?))
+    })
+}
+
+/// Bytes one job section writes to the scratch directory at most ([`FIO_SCRATCH_FORMULA`]),
+/// or why they cannot be bounded.
+///
+/// Each of the `numjobs` processes has `nrfiles` files of its own (`name.process.file`), all
+/// new: the agent runs every job in a fresh directory. Process k's files start at
+/// offset + k × offset_increment, and fio writes from there to that offset + the file's share
+/// of `size`: fio 3.33's `setup_files` (`filesetup.c`) sets each file's end to
+/// `file_offset + io_size` and allocates it from byte 0 (`fallocate_file`), so the bytes
+/// before the offset take space too (measured: `size=64k offset=1m` leaves a file of
+/// 1 MiB + 64 KiB). `io_u.c` issues no I/O past that end, so `loops`, `io_size` and
+/// `time_based` stay within it. With `filesize`, fio ends each file at the size it draws (at
+/// most the range's high end) and refuses an offset past it; the offset is counted on top all
+/// the same, so such a job is over-counted by its offsets rather than ever under-counted.
+///
+/// Percentages are shares of files that exist before the job, and there are none: fio refuses
+/// `size=50%` alone ("you need to specify size="), and takes an offset's percentage of a size
+/// it makes up (size / nrfiles, or 2^64 − 1 when only `filesize` is given), so those are
+/// refused. `filesize` is never a percentage ([`fio_job::parse`] refuses it), and
+/// `fill_device` / `fill_fs`, which write until ENOSPC, are not allowed at all.
+pub fn fio_job_scratch_bytes(j: &JobShape) -> Result<u64, String> {
+    let fix = "or run the job on a scratch device (the workload's device, an agent started \
+               with --scratch-device), where a share is one of the device";
+    let unbounded = |option: &str, value: &ByteCount, why: &str, instead: &str| {
+        Err(format!(
+            "fio: job [{}]: {option}={value} {why}, so the agent cannot bound the bytes it \
+             writes to scratch: give {instead}, {fix}",
+            j.name
+        ))
+    };
+    let bytes = |option: &str, value: &Option<ByteCount>| match value {
+        None => Ok(0),
+        Some(ByteCount::Bytes(n)) => Ok(*n),
+        Some(share @ ByteCount::Percent(_)) => unbounded(
+            option,
+            share,
+            "is a share of a file that does not exist before the run (fio takes it of a size \
+             it makes up)",
+            &format!("{option} in bytes ({option}=1g)"),
+        ),
+    };
+    let offset = bytes("offset", &j.offset)?;
+    // With one process the increment is multiplied by 0 (fio: `subjob_number * increment`).
+    let increment = if j.numjobs > 1 {
+        bytes("offset_increment", &j.offset_increment)?
+    } else {
+        0
+    };
+    // One process's files together, past their offsets.
+    let files = match (j.filesize_max, &j.size) {
+        (Some(filesize), _) => j.nrfiles.saturating_mul(filesize),
+        (None, Some(ByteCount::Bytes(size))) => *size,
+        (None, Some(share @ ByteCount::Percent(_))) => {
+            return unbounded(
+                "size",
+                share,
+                "is a share of files that do not exist before the run",
+                "size in bytes (size=64m) or each file's size (filesize=64m)",
+            )
+        }
+        // fio stops with "you need to specify size=" before it writes.
+        (None, None) => 0,
+    };
+    let n = j.numjobs;
+    // Σ over k < n of k = n × (n − 1) / 2; n is at most MAX_RUN_THREADS here, but saturate.
+    let steps = n.saturating_mul(n.saturating_sub(1)) / 2;
+    Ok(
+        n.saturating_mul(j.nrfiles.saturating_mul(offset).saturating_add(files))
+            .saturating_add(j.nrfiles.saturating_mul(increment).saturating_mul(steps)),
+    )
 }
 
 #[cfg(test)]
@@ -297,9 +381,83 @@ mod tests {
         let e = check(&fio("[w]\niodepth=1024\nbs=64m\n"), &b).unwrap_err();
         assert!(e.contains("iodepth × bs"), "{e}");
         assert_eq!(
-            fio_bytes_needed("[global]\nsize=4m\n[a]\nnumjobs=2\n[b]\nsize=50%\n"),
-            8 << 20
+            fio_bytes_needed("[global]\nsize=4m\n[a]\nnumjobs=2\n[b]\nsize=1m\n"),
+            9 << 20
         );
+        assert_eq!(fio_bytes_needed("[a]\nsize=50%\n"), u64::MAX);
+    }
+
+    // issue 32, finding 6: `size` was counted where `filesize` overrides it, a file's bytes
+    // before its `offset` were not counted, and neither were the clones' `offset_increment`s:
+    // such jobs passed the scratch-space check and filled scratch (ENOSPC).
+    #[test]
+    fn fio_bytes_count_every_file_of_every_clone_up_to_its_end() {
+        const M: u64 = 1 << 20;
+        const G: u64 = 1 << 30;
+        let wrong: Vec<(&str, u64, u64)> = [
+            ("[w]\nfilesize=64m\nnrfiles=100\n", 100 * 64 * M),
+            // filesize overrides size (fio's HOWTO: size is then only io_size's default).
+            ("[w]\nsize=64m\nfilesize=64m\nnrfiles=100\n", 100 * 64 * M),
+            (
+                "[global]\nfilesize=64m\n[w]\nsize=1m\nnrfiles=100\nnumjobs=2\n",
+                2 * 100 * 64 * M,
+            ),
+            // fio writes from offset to offset + size: the file ends 100 GiB in.
+            ("[w]\nsize=64m\noffset=100g\n", 100 * G + 64 * M),
+            ("[w]\nsize=64m\nnrfiles=4\noffset=1g\n", 4 * G + 64 * M),
+            // Clone k starts at offset + k × offset_increment: 1, 2, 3 and 4 GiB in.
+            (
+                "[w]\nsize=64m\noffset=1g\noffset_increment=1g\nnumjobs=4\n",
+                10 * G + 4 * 64 * M,
+            ),
+            // A range's files are drawn up to its upper end.
+            ("[w]\nfilesize=1g-2g\nnrfiles=3\n", 3 * 2 * G),
+            ("[w]\nfilesize=1g:2g\noffset=1m\n", 2 * G + M),
+        ]
+        .into_iter()
+        .map(|(job, bytes)| (job, fio_bytes_needed(job), bytes))
+        .filter(|(_, counted, bytes)| counted != bytes)
+        .collect();
+        assert!(wrong.is_empty(), "(job, counted, fio writes): {wrong:?}");
+    }
+
+    // issue 32, finding 6: what the agent cannot bound is refused, naming the job, the option
+    // and the fix.
+    #[test]
+    fn fio_sizes_the_agent_cannot_bound_in_scratch_are_refused() {
+        let fio = |job: &str, device: Option<&str>| {
+            Workload::Fio(firstbad_wire::Fio {
+                job: job.to_owned(),
+                device: device.map(str::to_owned),
+                timeout_s: 60,
+            })
+        };
+        let b = Budget::for_host_memory(1 << 30);
+        for (job, named) in [
+            ("[w]\nrw=write\nsize=50%\n", "size=50%"),
+            ("[w]\nrw=write\nsize=64m\noffset=10%\n", "offset=10%"),
+            (
+                "[w]\nrw=write\nsize=64m\noffset_increment=10%\nnumjobs=2\n",
+                "offset_increment=10%",
+            ),
+        ] {
+            let e = check(&fio(job, None), &b).expect_err(job);
+            assert!(e.contains("[w]") && e.contains(named), "{job:?}: {e}");
+            assert!(e.contains("scratch device"), "{job:?}: no fix in {e}");
+        }
+        // A share of a scratch device is bounded by the device; filesize bounds a share of it.
+        check(
+            &fio("[w]\nrw=write\nsize=50%\noffset=10%\n", Some("/dev/vdb")),
+            &b,
+        )
+        .expect("a share of a device");
+        check(&fio("[w]\nrw=write\nfilesize=64m\nsize=50%\n", None), &b)
+            .expect("a share of a 64 MiB file");
+        check(
+            &fio("[w]\nrw=write\nsize=64m\noffset_increment=10%\n", None),
+            &b,
+        )
+        .expect("one clone: the increment is never added");
     }
 
     #[test]

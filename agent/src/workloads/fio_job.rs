@@ -38,8 +38,11 @@ enum Value {
     /// `4k/10:64k/90`: starts with a digit, then digits, letters and `.%:,/-` only.
     Size,
     /// A byte count the agent bounds: a size [`parse_size`] reads (`64k`, `1.5g`) or a
-    /// percentage (`50%`).
+    /// percentage (`50%`), as [`ByteCount::parse`] reads it.
     Bytes,
+    /// `filesize`: a size, or a range `low-high` / `low:high` with the low end first, as
+    /// [`parse_size_range`] reads it; never a percentage.
+    FileSize,
     /// A duration: digits with an optional unit (`us`, `ms`, `s`, `m`, `h`, `d`).
     Time,
     /// One of these words.
@@ -47,6 +50,25 @@ enum Value {
     /// One of these words, optionally followed by `:` and a size-like tail (`randread:8`,
     /// `zipf:1.2`).
     OneOfWithTail(&'static [&'static str]),
+}
+
+/// Checks a `filesize` value the way fio reads it (`filesize` has no callback in fio's
+/// `options.c`, so `parse.c` stores the first number as the low end and the last as the
+/// high end, split at `,`, else `:`, else `-`, and never swaps them).
+fn file_size(value: &str) -> Result<(), String> {
+    // Measured with fio 3.33: `filesize=50%` filled an 8 MiB file system, and `128k-64k` wrote
+    // a file of 12.5 GB in 20 s (sizes are drawn as low + (high − low) × r, unsigned).
+    let why = if value.ends_with('%') {
+        "is a percentage, which fio reads as a size of 2^64 − 51 bytes"
+    } else if parse_size_range(value).is_none() {
+        "is not a size (64m) or a range with the low end first and one `-` or `:` (1g-2g): fio \
+         does not swap the ends, and of more than two numbers takes the first and the last"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{why}; give each file's size (filesize=64m) or a range (filesize=1g-2g)"
+    ))
 }
 
 /// The options a job may set, and the shape of their values. Every option here acts only on
@@ -98,7 +120,7 @@ const OPTIONS: &[(&str, Value)] = &[
     ("ba", Value::Size),
     ("blockalign", Value::Size),
     ("size", Value::Bytes),
-    ("filesize", Value::Bytes),
+    ("filesize", Value::FileSize),
     ("io_size", Value::Bytes),
     ("io_limit", Value::Bytes),
     ("offset", Value::Bytes),
@@ -344,13 +366,11 @@ fn option(content: &str) -> Result<JobOption, String> {
             ))
         }
         Value::Bytes => {
-            let percent = value
-                .strip_suffix('%')
-                .is_some_and(|n| n.parse::<f64>().is_ok_and(|n| (0.0..=100.0).contains(&n)));
-            if !percent && parse_size(value).is_none() {
+            if ByteCount::parse(value).is_none() {
                 return Err(bad("is not a size such as 64k, 1m, 1.5g or 50%"));
             }
         }
+        Value::FileSize => file_size(value).map_err(|e| bad(&e))?,
         Value::Time => {
             let number = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
             let unit = &value[number.len()..];
@@ -405,6 +425,53 @@ impl JobFile {
     }
 }
 
+/// A byte count as a job gives it: bytes, or a share of the size of files or a device that
+/// exists before the job (fio's `50%`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ByteCount {
+    /// This many bytes.
+    Bytes(u64),
+    /// A share of what is there, as the job wrote it (`50%`).
+    Percent(String),
+}
+
+impl ByteCount {
+    /// `text` as a size [`parse_size`] reads or a whole or decimal percentage up to 100;
+    /// `None` for anything else.
+    pub fn parse(text: &str) -> Option<ByteCount> {
+        match text.strip_suffix('%') {
+            Some(n) => n
+                .parse::<f64>()
+                .is_ok_and(|n| (0.0..=100.0).contains(&n))
+                .then(|| ByteCount::Percent(text.to_owned())),
+            None => parse_size(text).map(ByteCount::Bytes),
+        }
+    }
+}
+
+impl std::fmt::Display for ByteCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ByteCount::Bytes(n) => write!(f, "{n}"),
+            ByteCount::Percent(p) => f.write_str(p),
+        }
+    }
+}
+
+/// A `filesize` value's low and high ends in bytes: `64m` (both ends the same), `1g-2g` or
+/// `1g:2g`; `None` for a percentage, a range given high end first, more than two numbers or a
+/// `,` (fio would read those differently from what they seem to say).
+pub fn parse_size_range(text: &str) -> Option<(u64, u64)> {
+    let (low, high) = match text.split_once(['-', ':']) {
+        Some((low, high)) => (parse_size(low)?, parse_size(high)?),
+        None => {
+            let size = parse_size(text)?;
+            (size, size)
+        }
+    };
+    (low <= high).then_some((low, high))
+}
+
 /// What one job section asks of the host, with the global options before it applied: the
 /// figures the agent bounds (see `workloads::budget`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -417,9 +484,18 @@ pub struct JobShape {
     pub iodepth: u64,
     /// The largest block size any of `bs`, `bsrange`, `bssplit` names (default 4 KiB).
     pub max_bs: u64,
-    /// The bytes of the job's files: `size`, or `nrfiles × filesize`, when given as a size
-    /// (not a percentage).
-    pub size: Option<u64>,
+    /// `size`: the bytes of each process's files together, or a share of them; only the
+    /// default of `io_size` when `filesize` is given.
+    pub size: Option<ByteCount>,
+    /// The high end of `filesize` (a size or a range): the most bytes of each file, whatever
+    /// `size` says.
+    pub filesize_max: Option<u64>,
+    /// `offset`: where I/O starts in each file; fio writes from there to offset + the file's
+    /// share of `size`.
+    pub offset: Option<ByteCount>,
+    /// `offset_increment`: the k-th process of the job (from 0, `numjobs`) starts at
+    /// offset + k × offset_increment.
+    pub offset_increment: Option<ByteCount>,
     /// `nrfiles` (default 1): files per process.
     pub nrfiles: u64,
 }
@@ -461,21 +537,20 @@ impl JobFile {
                 .filter_map(parse_size)
                 .max()
                 .unwrap_or(4096);
-            let nrfiles = count("nrfiles");
-            // `size` is the job's total over its files; `filesize` is each file's.
-            let size = match last(&["size"]) {
-                Some(v) => parse_size(v),
-                None => last(&["filesize"])
-                    .and_then(parse_size)
-                    .map(|f| f.saturating_mul(nrfiles)),
-            };
+            // parse() checked these values with the same functions, so none is dropped here.
+            let bytes = |key: &str| last(&[key]).and_then(ByteCount::parse);
             jobs.push(JobShape {
                 name: section.name.clone(),
                 numjobs: count("numjobs"),
                 iodepth: count("iodepth"),
                 max_bs,
-                size,
-                nrfiles,
+                size: bytes("size"),
+                filesize_max: last(&["filesize"])
+                    .and_then(parse_size_range)
+                    .map(|(_, high)| high),
+                offset: bytes("offset"),
+                offset_increment: bytes("offset_increment"),
+                nrfiles: count("nrfiles"),
             });
         }
         jobs
@@ -567,6 +642,10 @@ mod tests {
             ("[w] x\nrw=read\n", 1, "section"),
             ("[w]\nsize=4k\u{0}filename=/x\n", 2, "control character"),
             ("[global]\nrw=read\n", 1, "no job section"),
+            // fio writes until ENOSPC with these: never allowed (issue 32, finding 6).
+            ("[w]\nfill_device=1\n", 2, "\"fill_device\""),
+            ("[w]\nfill_fs=1\n", 2, "\"fill_fs\""),
+            ("[w]\nfile_append=1\n", 2, "\"file_append\""),
         ] {
             let e = parse(text).expect_err(text);
             assert_eq!(e.line, line, "{text:?}: {e}");
@@ -579,23 +658,78 @@ mod tests {
     fn job_shapes_inherit_the_global_sections_before_them() {
         let job = parse(
             "[global]\nbs=4k\nnumjobs=2\n[a]\nsize=1m\n[global]\niodepth=8\n\
-             [b]\nbssplit=4k/10:1m/90\nfilesize=2g\nnumjobs=3\nnrfiles=4\n[c]\nsize=50%\n",
+             [b]\nbssplit=4k/10:1m/90\nfilesize=1g-2g\nnumjobs=3\nnrfiles=4\noffset=1m\n\
+             [c]\nsize=50%\noffset_increment=10%\n",
         )
         .expect("valid");
         let jobs = job.jobs();
         let shape = |i: usize| {
             let j: &JobShape = &jobs[i];
-            (j.numjobs, j.iodepth, j.max_bs, j.size, j.nrfiles)
+            (
+                j.numjobs,
+                j.iodepth,
+                j.max_bs,
+                j.size.clone(),
+                j.filesize_max,
+                j.nrfiles,
+            )
         };
+        let offsets = |i: usize| (jobs[i].offset.clone(), jobs[i].offset_increment.clone());
         assert_eq!(jobs.len(), 3);
-        assert_eq!(shape(0), (2, 1, 4096, Some(1 << 20), 1));
-        assert_eq!(shape(1), (3, 8, 1 << 20, Some(8 << 30), 4));
-        assert_eq!(shape(2), (2, 8, 4096, None, 1));
+        assert_eq!(
+            shape(0),
+            (2, 1, 4096, Some(ByteCount::Bytes(1 << 20)), None, 1)
+        );
+        assert_eq!(shape(1), (3, 8, 1 << 20, None, Some(2 << 30), 4));
+        assert_eq!(offsets(1), (Some(ByteCount::Bytes(1 << 20)), None));
+        assert_eq!(
+            shape(2),
+            (
+                2,
+                8,
+                4096,
+                Some(ByteCount::Percent("50%".to_owned())),
+                None,
+                1
+            )
+        );
+        assert_eq!(
+            offsets(2),
+            (None, Some(ByteCount::Percent("10%".to_owned())))
+        );
+        assert_eq!(parse_size_range("1g:2g"), Some((1 << 30, 2 << 30)));
+        assert_eq!(parse_size_range("64m"), Some((64 << 20, 64 << 20)));
+        assert_eq!(parse_size_range("2g-1g"), None);
         assert_eq!(parse_size("64KiB"), Some(65536));
         assert_eq!(parse_size("1.5g"), Some(3 << 29));
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("10%"), None);
         assert_eq!(parse_size("1e"), Some(1 << 60));
+    }
+
+    // issue 32, finding 6: fio reads `filesize=50%` as 2^64 − 51 bytes and a range given high
+    // end first unswapped (its files are drawn past the range): both filled the file system.
+    #[test]
+    fn filesize_is_a_size_or_a_range_low_end_first_never_a_percentage() {
+        for (text, named) in [
+            ("[w]\nfilesize=50%\n", "percentage"),
+            ("[w]\nfilesize=2g-1g\n", "1g-2g"),
+            ("[w]\nfilesize=1g,2g\n", "1g-2g"),
+            ("[w]\nfilesize=1g-2g-3g\n", "1g-2g"),
+        ] {
+            let e = parse(text).expect_err(text);
+            assert!(
+                e.to_string().contains("filesize") && e.to_string().contains(named),
+                "{text:?}: {e}"
+            );
+        }
+        for text in [
+            "[w]\nfilesize=64m\n",
+            "[w]\nfilesize=1g-2g\n",
+            "[w]\nfilesize=1g:1g\n",
+        ] {
+            parse(text).expect(text);
+        }
     }
 
     #[test]

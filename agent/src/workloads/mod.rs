@@ -225,8 +225,16 @@ pub fn check_room(workload: &Workload, scratch: &Path) -> Result<(), NoRoom> {
     let free = free_bytes(scratch)
         .map_err(|e| NoRoom::Statvfs(format!("scratch {}: statvfs: {e}", scratch.display())))?;
     if needed > free {
+        // fio's count is the one a user cannot work out alone (issue 32, finding 6).
+        let counted = match workload {
+            Workload::Fio(_) => format!(
+                " ({}): make its files smaller or fewer",
+                budget::FIO_SCRATCH_FORMULA
+            ),
+            _ => String::new(),
+        };
         return Err(NoRoom::Short(format!(
-            "scratch {} has {} MiB free, but this {} run writes up to {} MiB",
+            "scratch {} has {} MiB free, but this {} run writes up to {} MiB{counted}",
             scratch.display(),
             free >> 20,
             workload.kind(),
