@@ -11,6 +11,7 @@ use super::super::evidence::posterior_inputs;
 use super::super::judge::Judge;
 use super::super::summary::{host_summary, partial_summary};
 use super::super::{short, HuntState};
+use crate::config::Direction;
 use crate::journal::{BootOutcome, BuildOutcome, Event};
 use crate::posterior::{
     class_probability, dag_posterior_with_host, level_between, rounds_to_separate, Level,
@@ -175,11 +176,14 @@ impl Reading {
     /// mode).
     fn of(d: &Driver, judge: &Judge, values: &[&[f64]]) -> Reading {
         let s = &d.plan.settings;
-        let dir = s.direction;
+        Reading::from(s.direction, s.classify.min_effect, judge.model(), values)
+    }
+
+    /// [`Reading::of`] from the metric's direction, `min_effect` and the baselines' model.
+    fn from(dir: Direction, min_effect: f64, model: Option<&Model>, values: &[&[f64]]) -> Reading {
         let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
         let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
         // The references: good and bad of the same rounds, else the model's centres.
-        let model: Option<&Model> = judge.model();
         let refs = match (values.get(2), values.get(3), model) {
             (Some(g), Some(b), Some(m)) if !g.is_empty() && !b.is_empty() => {
                 Some((median(&y(g)), median(&y(b)), m.sigma, None))
@@ -187,15 +191,25 @@ impl Reading {
             (_, _, Some(m)) => Some((m.good, m.bad, m.sigma, Some(m.n_baseline))),
             _ => None,
         };
+        // A boot is the host's when it lies more than 4σ beyond every reference, those of the
+        // same rounds and the baselines' centres alike. Against the rounds' alone, a good
+        // reference caught in a burst (6.97 ms against a centre of 3.38) put the parent's
+        // honest 4.35 ms below the window, and the re-test, left without a parent, called a
+        // right culprit NOT confirmed (tests/chain.rs, 2026-12-04).
+        let window = refs.map(|(g, b, sigma, _)| {
+            let (mut lo, mut hi) = (g.min(b), g.max(b));
+            if let Some(m) = model {
+                lo = lo.min(m.good.min(m.bad));
+                hi = hi.max(m.good.max(m.bad));
+            }
+            (lo - 4.0 * sigma, hi + 4.0 * sigma)
+        });
         let admit = |v: &[f64]| -> Vec<f64> {
-            match refs {
-                Some((g, b, sigma, _)) => v
+            match window {
+                Some((lo, hi)) => v
                     .iter()
                     .copied()
-                    .filter(|&x| {
-                        let o = oriented(x, dir);
-                        o >= g.min(b) - 4.0 * sigma && o <= g.max(b) + 4.0 * sigma
-                    })
+                    .filter(|&x| (lo..=hi).contains(&oriented(x, dir)))
                     .collect(),
                 None => v.to_vec(),
             }
@@ -208,7 +222,7 @@ impl Reading {
             .sum();
         let (po, co) = (y(&kept[0]), y(&kept[1]));
         let ordered = !po.is_empty() && !co.is_empty() && median(&co) > median(&po);
-        let floor = model.map_or(0.0, |m| m.share_of(s.classify.min_effect));
+        let floor = model.map_or(0.0, |m| m.share_of(min_effect));
         let levels = refs.and_then(|(g, b, sigma, n)| {
             // The references again from their admitted boots.
             let (g, b, k_ref) = match n {
@@ -223,7 +237,17 @@ impl Reading {
             let at = |v: &[f64]| level_between(median(v), v.len(), g, b, k_ref, sigma);
             Some((at(&po)?, at(&co)?))
         });
+        // Too few rounds to trust their references: one of them sits more than 4σ from its
+        // baselines' centre (a burst, or a host that moved), and the median of fewer than
+        // three rounds cannot outvote it; or a side has no boot left. More rounds settle it.
+        let unsettled = match (refs, model) {
+            (Some((g, b, sigma, None)), Some(m)) => {
+                rounds < 3 && ((g - m.good).abs() > 4.0 * sigma || (b - m.bad).abs() > 4.0 * sigma)
+            }
+            _ => false,
+        } || (rounds > 0 && (po.is_empty() || co.is_empty()));
         let says = match levels {
+            _ if unsettled => Says::Undecided,
             Some((p, c)) if c.lo - p.hi >= floor => Says::Step,
             Some((p, c)) if c.hi - p.lo < floor => Says::NoStep,
             Some(_) => Says::Undecided,
@@ -260,9 +284,22 @@ fn conclude_retest(
         r.culprit.iter().map(|&x| oriented(x, dir)).collect(),
         r.parent.iter().map(|&x| oriented(x, dir)).collect(),
     );
+    // A side with no boot admitted has no median to print (never "NaN").
+    let med = |v: &[f64]| {
+        if v.is_empty() {
+            "none admitted".to_owned()
+        } else {
+            format!("{:.3}", median(v))
+        }
+    };
+    let change = if co.is_empty() || po.is_empty() {
+        "no change to state".to_owned()
+    } else {
+        format!("{:+.1}%", ((median(&co) - median(&po)).exp() - 1.0) * 100.0)
+    };
     retest += &format!(
-        "re-test of {} against its parent {} in {} interleaved rounds{}: parent median {:.3}, \
-         culprit median {:.3} ({:+.1}%), Mann-Whitney p = {:.3}",
+        "re-test of {} against its parent {} in {} interleaved rounds{}: parent median {}, \
+         culprit median {} ({change}), Mann-Whitney p = {:.3}",
         short(commit),
         short(parent),
         r.rounds,
@@ -271,14 +308,13 @@ fn conclude_retest(
         } else {
             ""
         },
-        median(&r.parent),
-        median(&r.culprit),
-        ((median(&co) - median(&po)).exp() - 1.0) * 100.0,
+        med(&r.parent),
+        med(&r.culprit),
         mann_whitney_u(&co, &po).p_value
     );
     if r.left_out > 0 {
         retest += &format!(
-            " ({} boot(s) left out: more than 4σ beyond both references, the host's, not the \
+            " ({} boot(s) left out: more than 4σ beyond every reference, the host's, not the \
              commit's)",
             r.left_out
         );
@@ -418,4 +454,58 @@ fn conclude(
         summary,
         levels: steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tests/chain.rs on 2026-12-04: the re-test's one round had good at 6.97 ms (a burst:
+    /// its centre was 3.38), the parent at 4.35, the culprit at 63.5 and bad at 63.3. The
+    /// parent's boot fell below a window drawn around that burst, was left out as the host's,
+    /// and the re-test, with no parent, said NOT confirmed of the right culprit.
+    #[test]
+    fn a_burst_in_a_reference_of_one_round_leaves_the_parent_in_and_asks_for_more_rounds() {
+        let dir = Direction::LowerIsBetter;
+        let good = [3.547, 3.115, 3.748, 3.158, 3.353];
+        let bad = [63.105, 63.153, 62.865, 63.816, 63.264];
+        let m = Model::from_baselines(&good, &bad, dir);
+        let one: [&[f64]; 4] = [&[4.354], &[63.496], &[6.969], &[63.264]];
+        let r = Reading::from(dir, 0.2, Some(&m), &one);
+        assert_eq!(
+            r.parent,
+            [4.354],
+            "the parent's boot is the commit's, not the host's"
+        );
+        assert_eq!(
+            r.says,
+            Says::Undecided,
+            "one round against a burst decides nothing"
+        );
+        // Three rounds outvote the burst: the step is there, read against the same rounds.
+        let three: [&[f64]; 4] = [
+            &[4.354, 3.41, 3.62],
+            &[63.496, 63.1, 63.3],
+            &[6.969, 3.5, 3.3],
+            &[63.264, 63.0, 63.5],
+        ];
+        let r = Reading::from(dir, 0.2, Some(&m), &three);
+        assert_eq!((r.left_out, r.says), (0, Says::Step), "{r:?}");
+    }
+
+    /// A boot far beyond every reference, the rounds' and the baselines' alike, is still the
+    /// host's: a burst in the culprit's round does not make it look like a second step.
+    #[test]
+    fn a_burst_beyond_every_reference_is_left_out() {
+        let dir = Direction::LowerIsBetter;
+        let m = Model::from_baselines(&[3.5, 3.1, 3.7, 3.2, 3.4], &[63.1, 63.2, 62.9, 63.8], dir);
+        let rounds: [&[f64]; 4] = [
+            &[3.4, 3.6, 3.5],
+            &[63.5, 400.0, 63.3],
+            &[3.5, 3.3, 3.4],
+            &[63.3, 63.0, 63.5],
+        ];
+        let r = Reading::from(dir, 0.2, Some(&m), &rounds);
+        assert_eq!((r.left_out, r.says), (1, Says::Step), "{r:?}");
+    }
 }
