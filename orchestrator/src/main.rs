@@ -334,7 +334,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     None => {
                         eprintln!(
                             "firstbad: {}: reproduce compares two measured versions: give \
-                             [test] a metric (README: \"Bisecting a benchmark\"), or use a \
+                             [test] a metric (docs/metric-hunts.md), or use a \
                              kernel hunt file",
                             hunt.display()
                         );
