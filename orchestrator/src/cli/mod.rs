@@ -1,0 +1,409 @@
+//! The `firstbad` command line: the arguments, and one file a subcommand, each returning its
+//! exit code. What they share (loading a hunt file, the runtime, a journal's state, a report's
+//! context) is here.
+
+mod report;
+mod reproduce;
+mod run;
+mod sim;
+mod status;
+mod try_rev;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use firstbad::config::{HuntConfig, HuntFile};
+use firstbad::error::exit_code;
+use firstbad::history::{CommitInfo, History};
+use firstbad::hunt::{journal_path, HuntState};
+use firstbad::journal::Journal;
+use firstbad::report::Commits;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Find the first bad commit of a Linux kernel performance regression.
+///
+/// firstbad builds each candidate kernel, boots it on a test host, measures it with a
+/// workload through its agent, and bisects from per-boot statistics. Every step goes to a
+/// journal first: rerun the same command after any interruption and it resumes.
+///
+/// Exit codes: 0 found (or success), 1 error, 2 bad input (hunt file, revisions, a state
+/// directory holding a hunt's files but no whole journal), 3 regression not reproduced,
+/// 4 ambiguous (only skipped commits left, or the culprit not confirmed), 5 infrastructure
+/// failure (a host, an endpoint that does not build or boot, a result that could not be saved).
+#[derive(Parser)]
+#[command(name = "firstbad", version, about, long_about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Start a hunt, or resume it from its journal.
+    Run {
+        /// The hunt file (see configs/demo.toml; configs/command.toml for a hunt that runs a
+        /// command in a checkout of each candidate instead of booting kernels).
+        hunt: PathBuf,
+        /// A `git bisect log` whose verdicts are applied first and not tested again.
+        #[arg(long, value_name = "FILE")]
+        replay: Option<PathBuf>,
+        /// Put a host that left the pool (after a host error) back into it; repeatable.
+        #[arg(long, value_name = "NAME")]
+        restore_host: Vec<String>,
+        /// Start the hunt afresh: first move everything in its state directory (journal,
+        /// logs, checkouts, consoles) into <state_dir>/discarded-<UTC time>/, deleting
+        /// nothing. Without it, a state directory holding a hunt's files but no whole journal
+        /// is refused (exit 2) rather than hunted again.
+        #[arg(long)]
+        fresh: bool,
+    },
+    /// Show where a hunt is (safe while it runs, from another terminal).
+    Status {
+        /// The hunt file.
+        hunt: PathBuf,
+        /// Keep showing the status, refreshed, until the hunt ends (Ctrl-C to stop).
+        #[arg(long)]
+        follow: bool,
+        /// Seconds between refreshes with --follow.
+        #[arg(long, default_value_t = 2)]
+        interval: u64,
+    },
+    /// Print the hunt's report: the first bad commit, every tested commit with its
+    /// verdict and per-boot numbers, and the git bisect log.
+    Report {
+        /// The hunt file.
+        hunt: PathBuf,
+        /// markdown; email (plain text for LKML/bugzilla, with trailers); json (schema in
+        /// docs/report-schema.md); html (self-contained, inline SVG plots).
+        #[arg(long, value_enum, default_value_t = Format::Markdown)]
+        format: Format,
+        /// Write the HTML report to this file (same as --format html -o FILE).
+        #[arg(long, value_name = "FILE", conflicts_with = "format")]
+        html: Option<PathBuf>,
+        /// Write the report to this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Build one revision with the hunt's settings, boot it once and run the workload:
+    /// check a set-up before starting a long hunt. Records nothing in the hunt's journal.
+    Try {
+        /// The hunt file.
+        hunt: PathBuf,
+        /// The revision to try (any syntax git accepts).
+        rev: String,
+    },
+    /// Reproduce a report ("fast in kernel A, slow in B"): boot the hunt file's good and bad
+    /// kernels, interleaved, until the baselines' statistics confirm the difference (exit 0)
+    /// or refute it (exit 3), bisecting nothing. Prints a report to paste into a bug
+    /// tracker, and writes it as HTML (plots, every boot's samples) beside its journal in
+    /// <state_dir>/reproduce/. Rerun it to resume, or to print the report again.
+    Reproduce {
+        /// The hunt file (its `good` and `bad` are the two kernels).
+        hunt: PathBuf,
+        /// Write the HTML report here instead of <state_dir>/reproduce/report.html.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
+    /// Nightly regression hunts: run one cycle of a series (configs/nightly.toml): fetch the
+    /// branch, boot its new head against the series' reference, place a change among the
+    /// nights, hunt a regression's first bad commit, tell people. For cron or a systemd
+    /// timer (docs/nightly.md); rerun after any interruption and it resumes.
+    Watch {
+        /// The series file.
+        series: PathBuf,
+        /// Keep running: a cycle, then sleep this long (e.g. `24h`, `30m`), and again.
+        #[arg(long, value_name = "DURATION", value_parser = firstbad::watch::cli::duration)]
+        every: Option<std::time::Duration>,
+        #[command(subcommand)]
+        action: Option<WatchAction>,
+    },
+    /// Write a series as static HTML (every boot night by night, the changes, links to their
+    /// hunts' reports; no scripts, nothing fetched) and as JSON (series.json) into a directory.
+    Dashboard {
+        /// The series file.
+        series: PathBuf,
+        /// The directory to write index.html, series.json and the hunts' reports into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Print the hunt's `git bisect log`, which `git bisect replay` accepts.
+    Log {
+        /// The hunt file.
+        hunt: PathBuf,
+    },
+    /// Run firstbad's classifier and search on synthetic noisy histories, next to git bisect,
+    /// majority vote, LKP and Pinpoint, and print the comparison table (Markdown), then where
+    /// firstbad-run's boots went (per phase) and how often its bisection's verdicts were wrong.
+    Sim {
+        /// Every cell, 1000 replicates each (minutes in release); default: the quick run.
+        #[arg(long)]
+        full: bool,
+        /// Replicates per cell (default 1000 with --full, 100 without).
+        #[arg(long)]
+        replicates: Option<usize>,
+        /// Seed of all random draws: the same seed gives the same table.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`.
+        #[arg(long, value_delimiter = ',')]
+        n: Vec<usize>,
+        /// Only these effects Δ/σ, e.g. `--d 1,2`.
+        #[arg(long, value_delimiter = ',')]
+        d: Vec<f64>,
+        /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst.
+        #[arg(long, value_delimiter = ',')]
+        noise: Vec<String>,
+        /// Only these history shapes: one, none, two.
+        #[arg(long, value_delimiter = ',')]
+        shape: Vec<String>,
+        /// Only these strategies, e.g. `--strategy firstbad,firstbad-run,majority-25`: git-bisect-K,
+        /// majority-K (odd), lkp-gap-K and pinpoint-K take any repeat count K.
+        #[arg(long, value_delimiter = ',', value_parser = sim::strategy_name)]
+        strategy: Vec<String>,
+        /// Boots at equal accuracy: per cell, raise the repeat counts of git bisect, majority
+        /// vote, LKP and Pinpoint until each is as accurate as `firstbad run` on the same
+        /// histories, and print what that costs against firstbad's boots (histories with a
+        /// culprit only).
+        #[arg(long, conflicts_with = "strategy")]
+        matched: bool,
+        /// Nightly detection instead of bisection: firstbad's nightly detector against Otava's
+        /// E-divisive and Perfherder's t-test on simulated nightly series (docs/nightly-detection.md).
+        #[arg(long, conflicts_with_all = ["strategy", "matched"])]
+        nightly: bool,
+        /// Threads to run replicates on (default: one per core). The table is the same
+        /// whatever this is: each replicate draws from its own seed.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+    },
+}
+
+/// What `firstbad watch <series>` does besides a cycle.
+#[derive(Subcommand)]
+pub(crate) enum WatchAction {
+    /// Acknowledge a change: it stops alerting, and the newest head becomes the reference.
+    Ack {
+        /// The change's number (`firstbad watch <series> status` lists them).
+        id: u32,
+    },
+    /// Print the series: its nights, reference and changes, with their hunts' states.
+    Status,
+}
+
+/// Report formats.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// Markdown for a person.
+    Markdown,
+    /// Plain text for LKML or bugzilla.
+    Email,
+    /// JSON for CI systems and dashboards.
+    Json,
+    /// One self-contained HTML file.
+    Html,
+}
+
+/// Parses the command line, runs the subcommand, and turns its end into the exit code.
+pub(crate) fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("firstbad: error: {e:#}");
+            ExitCode::from(exit_code::ERROR)
+        }
+    }
+}
+
+/// Log lines on stderr (`FIRSTBAD_LOG` filters, default `info`). On a terminal, every running
+/// build and boot also has a live status line (elapsed time, make's progress, the boot's
+/// phase) below the log; plain lines otherwise, for files and CI.
+fn init_logging() {
+    use tracing_subscriber::prelude::*;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FIRSTBAD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if !terminal {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(false)
+            .with_env_filter(filter)
+            .init();
+        return;
+    }
+    let style = tracing_indicatif::style::ProgressStyle::with_template(
+        "{spinner} {span_name}{{{span_fields}}} {elapsed} {wide_msg}",
+    )
+    .expect("a valid template");
+    let bars = tracing_indicatif::IndicatifLayer::new().with_progress_style(style);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(bars.get_stderr_writer())
+                .with_target(false),
+        )
+        .with(bars)
+        .init();
+}
+
+/// Each subcommand's file.
+fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Run {
+            hunt,
+            replay,
+            restore_host,
+            fresh,
+        } => run::run(&hunt, replay, restore_host, fresh),
+        Command::Watch {
+            series,
+            every,
+            action,
+        } => {
+            use firstbad::watch::cli::Action;
+            let action = match action {
+                None => Action::Cycle { every },
+                Some(WatchAction::Ack { id }) => Action::Ack(id),
+                Some(WatchAction::Status) => Action::Status,
+            };
+            firstbad::watch::cli::run(&series, action, runtime()?)
+        }
+        Command::Dashboard { series, out } => firstbad::watch::cli::dashboard(&series, &out),
+        Command::Reproduce { hunt, html } => reproduce::run(&hunt, html),
+        Command::Status {
+            hunt,
+            follow,
+            interval,
+        } => status::run(&hunt, follow, interval),
+        Command::Try { hunt, rev } => try_rev::run(&hunt, &rev),
+        Command::Report {
+            hunt,
+            format,
+            html,
+            output,
+        } => match html {
+            Some(file) => report::report_cmd(&hunt, Some(Format::Html), Some(file)),
+            None => report::report_cmd(&hunt, Some(format), output),
+        },
+        Command::Log { hunt } => report::report_cmd(&hunt, None, None),
+        Command::Sim {
+            full,
+            replicates,
+            seed,
+            n,
+            d,
+            noise,
+            shape,
+            strategy,
+            matched,
+            nightly,
+            jobs,
+        } => sim::run(sim::Args {
+            full,
+            replicates,
+            seed,
+            n,
+            d,
+            noise,
+            shape,
+            strategy,
+            matched,
+            nightly,
+            jobs,
+        }),
+    }
+}
+
+/// The hunt file at `path`, or the exit code of bad input (the error printed).
+fn load_file(path: &Path) -> Result<HuntFile, u8> {
+    HuntFile::load(path).map_err(|e| {
+        eprintln!("firstbad: {e}");
+        exit_code::BAD_INPUT
+    })
+}
+
+/// A kernel hunt file at `path`, or the exit code of bad input (the error printed).
+fn load(path: &Path) -> Result<HuntConfig, u8> {
+    HuntConfig::load(path).map_err(|e| {
+        eprintln!("firstbad: {e}");
+        exit_code::BAD_INPUT
+    })
+}
+
+/// Commit subjects from the hunt's repository, when it opens.
+struct RepoCommits(Option<History>);
+
+impl Commits for RepoCommits {
+    fn info(&self, id: &str) -> Option<CommitInfo> {
+        self.0.as_ref()?.info(id).ok()
+    }
+}
+
+/// The async runtime for commands that build, boot and measure.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// A chained prebuilt hunt's `[chain]`.
+fn chain_of(file: &HuntFile) -> Option<&firstbad::config::ChainConfig> {
+    match file {
+        HuntFile::Kernel(cfg) => cfg.build.prebuilt()?.chain.as_ref(),
+        HuntFile::Local(_) => None,
+    }
+}
+
+/// The journal of `state_dir` at `stage`: its identity and state, `None` before any.
+fn open_state(
+    state_dir: &Path,
+    stage: &str,
+) -> anyhow::Result<Option<(firstbad::journal::HuntIdentity, HuntState)>> {
+    let path = journal_path(state_dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let j = Journal::open_read_only(&path)?.stage(stage);
+    let Some(id) = j.identity()? else {
+        return Ok(None);
+    };
+    Ok(Some((id, HuntState::replay(&j.events()?))))
+}
+
+/// Writes a report to `output`, or prints it.
+fn write_or_print(text: &str, output: Option<PathBuf>) -> anyhow::Result<u8> {
+    match output {
+        Some(path) => {
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("firstbad: wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(exit_code::OK)
+}
+
+/// What a report of a measured hunt reads from its hunt file (a kernel hunt, or a metric
+/// command hunt whose command is its workload); `None` for a hunt judged by exit status.
+fn report_context(file: &HuntFile, reproduction: bool) -> Option<firstbad::report::Context<'_>> {
+    Some(match file {
+        HuntFile::Kernel(cfg) => firstbad::report::Context::kernel(cfg, reproduction),
+        HuntFile::Local(cfg) => {
+            let m = cfg.test.measure.as_ref()?;
+            firstbad::report::Context {
+                name: &cfg.name,
+                hunt_file: &cfg.source,
+                // The command is in the hunt file: it is the workload.
+                workload_file: &cfg.source,
+                metric: &m.metric.field,
+                direction: m.direction,
+                settings: &cfg.report,
+                classify: &m.classify,
+                command: Some(&cfg.test.command),
+                reproduction,
+            }
+        }
+    })
+}

@@ -1,0 +1,132 @@
+//! `firstbad report` and `firstbad log`: every format from one report model; a chained hunt's
+//! two stages in one report where the format holds two.
+
+use super::{chain_of, load_file, open_state, report_context, write_or_print, Format};
+use firstbad::config::{HuntFile, LocalConfig};
+use firstbad::error::exit_code;
+use firstbad::hunt::{self, journal_path, HuntState};
+use firstbad::journal::Journal;
+use firstbad::report::{self, Commits};
+use std::path::{Path, PathBuf};
+
+/// Prints (or writes to `output`) the report in `format`, or the bisect log for `None`.
+pub(super) fn report_cmd(
+    hunt: &Path,
+    format: Option<Format>,
+    output: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    let file = match load_file(hunt) {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    // A metric command hunt's journal is a kernel hunt's, runs for boots: the same reports.
+    let Some(ctx) = report_context(&file, false) else {
+        let HuntFile::Local(cfg) = &file else {
+            unreachable!("every kernel hunt is measured")
+        };
+        return local_report_cmd(hunt, cfg, format, output);
+    };
+    let (repo, state_dir) = (file.repo(), file.state_dir());
+    let Some((id, state)) = open_state(state_dir, "")? else {
+        eprintln!(
+            "firstbad: {}: no journal in {}: run `firstbad run {}` first",
+            ctx.name,
+            state_dir.display(),
+            hunt.display()
+        );
+        return Ok(exit_code::BAD_INPUT);
+    };
+    let text = render(&ctx, repo, &id, &state, format);
+    let source = match chain_of(&file) {
+        Some(chain) => open_state(state_dir, hunt::chain::SOURCE_STAGE)?
+            .map(|(sid, sstate)| render(&ctx, &chain.repo, &sid, &sstate, format)),
+        None => None,
+    };
+    let Some(source) = source else {
+        return write_or_print(&text, output);
+    };
+    // A chained hunt: one report of both stages where the format can hold two; the source
+    // stage's, which names the commit, where it cannot.
+    let text = match format {
+        Some(Format::Markdown) => format!(
+            "# Stage 1 of 2: prebuilt kernels\n\n{text}\n# Stage 2 of 2: the source between \
+             the last good and the first bad kernel\n\n{source}"
+        ),
+        Some(Format::Json) => format!(
+            "{{\"stages\": {{\"prebuilt\": {}, \"source\": {}}}}}\n",
+            text.trim_end(),
+            source.trim_end()
+        ),
+        // The bisect log: only the stage that bisected git revisions has one.
+        None | Some(Format::Email) | Some(Format::Html) => source,
+    };
+    write_or_print(&text, output)
+}
+
+/// A measured hunt's report in `format` (the bisect log for `None`).
+pub(super) fn render(
+    ctx: &report::Context,
+    repo: &Path,
+    id: &firstbad::journal::HuntIdentity,
+    state: &HuntState,
+    format: Option<Format>,
+) -> String {
+    let commits = report::GitCommits::open(repo);
+    match format {
+        None => report::bisect_log(id, state, &commits),
+        Some(Format::Markdown) => report::markdown(ctx.name, ctx.metric, id, state, &commits),
+        Some(Format::Email) => {
+            report::email::email(&report::Report::build(ctx, id, state, &commits))
+        }
+        Some(Format::Json) => report::Report::build(ctx, id, state, &commits).json() + "\n",
+        Some(Format::Html) => {
+            let range = commits.range(&id.good, &id.bad);
+            report::html::html(
+                &report::Report::build(ctx, id, state, &commits),
+                range.as_deref(),
+            )
+        }
+    }
+}
+
+/// [`report_cmd`] for a local command hunt: the bisect log and the Markdown report.
+fn local_report_cmd(
+    hunt: &Path,
+    cfg: &LocalConfig,
+    format: Option<Format>,
+    output: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    let path = journal_path(&cfg.state_dir);
+    let opened = if path.exists() {
+        let j = Journal::open_read_only(&path)?;
+        j.identity()?
+            .map(|id| j.events().map(|e| (id, e)))
+            .transpose()?
+    } else {
+        None
+    };
+    let Some((id, entries)) = opened else {
+        eprintln!(
+            "firstbad: {}: no journal in {}: run `firstbad run {}` first",
+            cfg.name,
+            cfg.state_dir.display(),
+            hunt.display()
+        );
+        return Ok(exit_code::BAD_INPUT);
+    };
+    let commits = report::GitCommits::open(&cfg.repo);
+    let text = match format {
+        None => report::bisect_log(&id, &HuntState::replay(&entries), &commits),
+        Some(Format::Markdown) => report::local::markdown(cfg, &id, &entries, &commits),
+        Some(_) => {
+            eprintln!(
+                "firstbad: {}: a hunt judged by exit status has Markdown reports and the \
+                 bisect log (`firstbad log`); email, json and html show samples, which a \
+                 hunt with [test] metric has",
+                hunt.display()
+            );
+            return Ok(exit_code::BAD_INPUT);
+        }
+    };
+    write_or_print(&text, output)
+}

@@ -1,0 +1,142 @@
+//! `firstbad run`: start a hunt, or resume it from its journal; and how a hunt's end is printed.
+
+use super::{chain_of, load_file, open_state, runtime, RepoCommits};
+use firstbad::config::HuntFile;
+use firstbad::error::exit_code;
+use firstbad::history::History;
+use firstbad::hunt::{self, short};
+use firstbad::journal::HuntEnd;
+use firstbad::report::Commits;
+use std::path::{Path, PathBuf};
+
+/// Runs (or resumes) the hunt of `hunt`; the exit code.
+pub(super) fn run(
+    hunt: &Path,
+    replay: Option<PathBuf>,
+    restore_host: Vec<String>,
+    fresh: bool,
+) -> anyhow::Result<u8> {
+    let file = match load_file(hunt) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    if fresh {
+        match hunt::state_dir::start_afresh(file.state_dir()) {
+            Ok(Some(to)) => eprintln!(
+                "firstbad: --fresh: moved the earlier hunt's files into {}",
+                to.display()
+            ),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("firstbad: {e}");
+                return Ok(e.exit_code());
+            }
+        }
+    }
+    let result = match &file {
+        HuntFile::Kernel(cfg) => {
+            runtime()?.block_on(hunt::run_with(cfg, replay.as_deref(), &restore_host))
+        }
+        HuntFile::Local(_) if !restore_host.is_empty() => {
+            eprintln!(
+                "{}: --restore-host is for kernel hunts; a [test] hunt has no hosts",
+                hunt.display()
+            );
+            return Ok(firstbad::error::exit_code::BAD_INPUT);
+        }
+        HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
+    };
+    Ok(print_outcome(result, &file, hunt))
+}
+
+/// Prints how a hunt ended (the culprit, the confirmation, the range, or why it stopped) and
+/// returns the exit code.
+pub(super) fn print_outcome(
+    result: Result<firstbad::hunt::Outcome, firstbad::hunt::HuntError>,
+    file: &HuntFile,
+    hunt: &Path,
+) -> u8 {
+    match result {
+        Ok(outcome) => {
+            // A chained hunt's answer is a commit of its source stage's repository.
+            let repo = chain_of(file).map_or(file.repo(), |c| c.repo.as_path());
+            if let Some(line) = chained_line(file) {
+                println!("{line}");
+            }
+            let history = History::open(repo).ok();
+            let commits = RepoCommits(history);
+            match &outcome.end {
+                HuntEnd::Found { commit } => {
+                    let subject = commits.info(commit).map(|c| c.subject).unwrap_or_default();
+                    println!(
+                        "first bad commit: {} {}",
+                        short(commit),
+                        firstbad::report::text::one_line(&subject)
+                    );
+                    if let Some(c) = &outcome.confirmation {
+                        println!(
+                            "{}: {}",
+                            if c.confirmed {
+                                "confirmed"
+                            } else {
+                                "NOT confirmed"
+                            },
+                            c.summary
+                        );
+                    }
+                }
+                HuntEnd::OnlySkippedLeft { commits: c } => {
+                    println!("only skipped commits left; the first bad commit is one of:");
+                    for id in c {
+                        let subject = commits.info(id).map(|c| c.subject).unwrap_or_default();
+                        println!("  {} {subject}", short(id));
+                    }
+                }
+                HuntEnd::NotReproduced { message } => {
+                    println!("regression not reproduced: {message}");
+                }
+                HuntEnd::Reproduced { summary } => {
+                    println!("reproduced: {summary}");
+                }
+                HuntEnd::Measured { summary } => {
+                    println!("measured: {summary}");
+                }
+            }
+            if !matches!(
+                outcome.end,
+                HuntEnd::Reproduced { .. } | HuntEnd::Measured { .. }
+            ) {
+                eprintln!(
+                    "firstbad: `firstbad report {}` shows every step and the bisect log",
+                    hunt.display()
+                );
+            }
+            outcome.exit_code
+        }
+        Err(e) => {
+            eprintln!("firstbad: {e}");
+            if e.exit_code() == exit_code::INFRASTRUCTURE && e.resumes() {
+                eprintln!("firstbad: the journal is intact; rerun the same command to resume");
+            }
+            e.exit_code()
+        }
+    }
+}
+
+/// What a chained hunt's prebuilt stage found, once its source stage has begun: "first bad
+/// prebuilt kernel: K; bisected R from G (the last good kernel's revision) to B (its own)".
+fn chained_line(file: &HuntFile) -> Option<String> {
+    let chain = chain_of(file)?;
+    let (_, state) = open_state(file.state_dir(), "").ok()??;
+    let (source, _) = open_state(file.state_dir(), hunt::chain::SOURCE_STAGE).ok()??;
+    let HuntEnd::Found { commit } = state.end.as_ref()? else {
+        return None;
+    };
+    Some(format!(
+        "first bad prebuilt kernel: {commit}; bisected {} from {} (the last good kernel's \
+         revision) to {} (its own); `firstbad report` shows both stages",
+        chain.repo.display(),
+        short(&source.good),
+        short(&source.bad)
+    ))
+}

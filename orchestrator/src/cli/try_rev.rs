@@ -1,0 +1,34 @@
+//! `firstbad try`: one revision built, booted and measured with the hunt's settings, to check
+//! a set-up; nothing goes into the hunt's journal.
+
+use super::{load, runtime};
+use firstbad::error::exit_code;
+use firstbad::hunt;
+use std::path::Path;
+
+/// Builds, boots and measures `rev`; prints the build and the boot as JSON; the exit code.
+pub(super) fn run(hunt: &Path, rev: &str) -> anyhow::Result<u8> {
+    let cfg = match load(hunt) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let rt = runtime()?;
+    match rt.block_on(hunt::try_revision(&cfg, rev)) {
+        Ok((build, boot)) => {
+            println!("build: {}", serde_json::to_string_pretty(&build)?);
+            if let Some(boot) = boot {
+                let mut v = serde_json::to_value(&boot)?;
+                // Summaries only: every sample is in the JSON of a real hunt's journal.
+                if let Some(series) = v.pointer_mut("/result/series") {
+                    *series = serde_json::Value::String("(omitted)".into());
+                }
+                println!("boot: {}", serde_json::to_string_pretty(&v)?);
+            }
+            Ok(exit_code::OK)
+        }
+        Err(e) => {
+            eprintln!("firstbad: {e}");
+            Ok(e.exit_code())
+        }
+    }
+}
