@@ -159,24 +159,12 @@ const TOKEN_FILE_LIMIT: u64 = 4096;
 /// waiting, so that a FIFO or a device named by mistake is refused instead of blocking or read
 /// without end (issue 32, finding 5: /dev/zero took 545 MB).
 fn read_token_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut text = String::new();
-    file.take(TOKEN_FILE_LIMIT + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > TOKEN_FILE_LIMIT {
-        return Err(format!("more than {TOKEN_FILE_LIMIT} bytes: not a token"));
-    }
-    Ok(text)
+    let file = crate::files::open_regular(path).map_err(|e| e.to_string())?;
+    let bytes = crate::files::read_capped(file, TOKEN_FILE_LIMIT).map_err(|e| match e {
+        crate::files::FileError::TooLarge { .. } => format!("{e}: not a token"),
+        e => e.to_string(),
+    })?;
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not a token".to_owned())
 }
 
 /// A LAVA farm.

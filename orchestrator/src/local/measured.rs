@@ -34,7 +34,7 @@ use std::time::Duration;
 
 /// The largest output file read for a metric: benchmark tools write kilobytes; a runaway log
 /// must not take the controller's memory.
-const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+const MAX_OUTPUT_BYTES: u64 = crate::metric::MAX_OUTPUT_BYTES;
 
 /// Lines of a failed run's or build's output kept in the journal.
 const FAILED_LINES: usize = 5;
@@ -384,14 +384,15 @@ impl Runner {
                 ));
             }
         }
-        // A result file left by the previous run must not be read as this run's.
-        let output = self.output.as_ref().map(|o| tree.join(o));
-        if let Some(o) = &output {
-            match std::fs::remove_file(o) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io(format!("removing the last run's {}", o.display()))(e))
-                }
-                _ => {}
+        // A result file left by the previous run must not be read as this run's. Removed
+        // inside the checkout only: through a directory that is a link it would be someone
+        // else's file (issue 32, finding 2).
+        if let Some(rel) = &self.output {
+            if let Err(e) = crate::files::remove_inside(tree, rel) {
+                return Ok(failed(format!(
+                    "cannot remove the last run's {}: {e}",
+                    rel.display()
+                )));
             }
         }
         let stdout_path = job.console.with_extension("stdout");
@@ -454,15 +455,24 @@ impl Runner {
                 )));
             }
         }
-        let (text, beside) = match &output {
-            Some(o) => match read_capped(o) {
-                Ok(t) => (t, o.parent().map(Path::to_path_buf)),
-                Err(e) => {
+        let (text, beside) = match &self.output {
+            // Read inside the checkout only, through no link, from a regular file, to the cap:
+            // a link to a host file was quoted into the journal, a FIFO blocked the hunt and
+            // /dev/zero was read until memory ran out (issue 32, finding 2).
+            Some(rel) => match crate::files::open_inside(tree, rel)
+                .and_then(|f| crate::files::read_capped(f, MAX_OUTPUT_BYTES))
+            {
+                Ok(bytes) => (
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    tree.join(rel).parent().map(Path::to_path_buf),
+                ),
+                Err(e @ crate::files::FileError::TooLarge { .. }) => {
                     return Ok(failed(format!(
-                        "no result file {}: {e}",
-                        self.output.as_ref().expect("output is set").display()
+                        "result file {}: {e}, the most read for a metric",
+                        rel.display()
                     )))
                 }
+                Err(e) => return Ok(failed(format!("no result file {}: {e}", rel.display()))),
             },
             None => match read_capped(&stdout_path) {
                 Ok(t) => (t, None),
@@ -515,7 +525,7 @@ fn head_of(tree: &Path) -> Result<String, git2::Error> {
     Ok(head.id().to_string())
 }
 
-/// A file's text, refused past [`MAX_OUTPUT_BYTES`].
+/// The text of a file firstbad wrote (the run's stdout), refused past [`MAX_OUTPUT_BYTES`].
 fn read_capped(path: &Path) -> std::io::Result<String> {
     let len = std::fs::metadata(path)?.len();
     if len > MAX_OUTPUT_BYTES {
