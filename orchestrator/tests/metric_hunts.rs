@@ -719,3 +719,39 @@ fn a_result_file_that_is_a_fifo_is_refused_without_waiting() {
         );
     }
 }
+
+/// Issue 32, finding 8: a command whose stdout (or result file) holds more than firstbad reads
+/// for a metric stopped the hunt with exit 5, "rerun to resume", and every rerun did the same
+/// (or, for the result file, failed run after run until the endpoints stopped the hunt, exit
+/// 5). It is bad input, exit 2, on the first such run, naming the bound and the fix.
+#[test]
+fn an_output_larger_than_firstbad_reads_is_bad_input_on_the_first_run() {
+    // 70 MB of metric lines, past the 64 MiB read.
+    let big = "yes '{\"ms\": 1}' | head -c 70000000";
+    for (extra, command, wanted) in [
+        (
+            "",
+            big.to_owned(),
+            "printed more than 67108864 bytes on stdout",
+        ),
+        (
+            "output = \"out.json\"\n",
+            format!("{big} > out.json"),
+            "test.output out.json holds more than 67108864 bytes",
+        ),
+    ] {
+        let r = Repo::with_values(&["100", "130"], &[]);
+        let hunt = r.hunt(extra);
+        with_command_line(&hunt, &command);
+        let (code, out, err) = run_bounded(&hunt, 300);
+        assert_eq!(code, Some(2), "{extra}{out}{err}");
+        assert!(err.contains(wanted), "{err}");
+        assert!(!err.contains("rerun"), "{err}");
+        let runs = r
+            .events()
+            .into_iter()
+            .filter(|e| matches!(e, Event::BootFinished { .. }))
+            .count();
+        assert_eq!(runs, 0, "{extra}: a run was journalled as the commit's");
+    }
+}

@@ -15,7 +15,10 @@
 //!   timeout: a failed sample (kept with its output), counted like a failed boot, never a
 //!   verdict;
 //! - 125: the commit cannot be tested, and is skipped at once;
-//! - 126, 127 (the command cannot run) or a signal: the hunt stops for a person, exit 5.
+//! - 126, 127 (the command cannot run) or a signal: the hunt stops for a person, exit 5;
+//! - an output larger than firstbad reads (stdout, or `test.output`, past 64 MiB) or a command
+//!   Linux refuses for its length: the hunt stops as bad input, exit 2, since every rerun
+//!   would meet it again (issue 32, finding 8).
 
 use super::process;
 use crate::build::checkout_detached;
@@ -264,10 +267,18 @@ impl Trees {
             |_| {},
         ) {
             Ok(ran) => ran,
-            Err(why) => {
+            // The same on every commit: the input's fault, not this candidate's (issue 32,
+            // finding 8).
+            Err(e) if e.never_runs() => {
+                return Err(crate::build::BuildError::BadInput(format!(
+                    "[test] build: {e}: Linux refuses a command (or an environment) this long; \
+                     put the build in a script and run the script"
+                )))
+            }
+            Err(e) => {
                 return Ok(BuildOutcome::Failed {
                     log,
-                    error_lines: vec![why],
+                    error_lines: vec![e.to_string()],
                 })
             }
         };
@@ -412,7 +423,7 @@ impl Runner {
             self.timeout,
             |_| {},
         )
-        .map_err(HostError::Missing)?;
+        .map_err(process::RunError::into_host_error)?;
         let said = || {
             let mut l = last_lines(&job.console, 1);
             l.pop().map(|l| format!(": {l}")).unwrap_or_default()
@@ -466,17 +477,37 @@ impl Runner {
                     String::from_utf8_lossy(&bytes).into_owned(),
                     tree.join(rel).parent().map(Path::to_path_buf),
                 ),
-                Err(e @ crate::files::FileError::TooLarge { .. }) => {
-                    return Ok(failed(format!(
-                        "result file {}: {e}, the most read for a metric",
+                // Bad input, not a failed run: a rerun, or the next commit, would write as
+                // much (issue 32, finding 8).
+                Err(crate::files::FileError::TooLarge { limit }) => {
+                    return Err(HostError::BadInput(format!(
+                        "test.output {} holds more than {limit} bytes, the most firstbad reads \
+                         for a metric: write only the result there",
                         rel.display()
                     )))
                 }
                 Err(e) => return Ok(failed(format!("no result file {}: {e}", rel.display()))),
             },
-            None => match read_capped(&stdout_path) {
-                Ok(t) => (t, None),
-                Err(e) => return Err(io(format!("reading {}", stdout_path.display()))(e)),
+            None => match std::fs::File::open(&stdout_path)
+                .map_err(crate::files::FileError::from)
+                .and_then(|f| crate::files::read_capped(f, MAX_OUTPUT_BYTES))
+            {
+                Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), None),
+                // Bad input: a rerun would print as much (issue 32, finding 8).
+                Err(crate::files::FileError::TooLarge { limit }) => {
+                    return Err(HostError::BadInput(format!(
+                        "[test] command {:?} printed more than {limit} bytes on stdout, the most \
+                         firstbad reads for a metric: print only the result, or write it to a \
+                         file and name that file in test.output",
+                        crate::report::text::cut(&self.command, 60)
+                    )))
+                }
+                Err(e) => {
+                    return Err(HostError::Missing(format!(
+                        "reading {}: {e}",
+                        stdout_path.display()
+                    )))
+                }
             },
         };
         let reading = match crate::metric::read(&self.metric, &text, beside.as_deref()) {
@@ -523,18 +554,6 @@ fn head_of(tree: &Path) -> Result<String, git2::Error> {
     let repo = git2::Repository::open(tree)?;
     let head = repo.head()?.peel_to_commit()?;
     Ok(head.id().to_string())
-}
-
-/// The text of a file firstbad wrote (the run's stdout), refused past [`MAX_OUTPUT_BYTES`].
-fn read_capped(path: &Path) -> std::io::Result<String> {
-    let len = std::fs::metadata(path)?.len();
-    if len > MAX_OUTPUT_BYTES {
-        return Err(std::io::Error::other(format!(
-            "{len} bytes, more than the {MAX_OUTPUT_BYTES} read for a metric"
-        )));
-    }
-    let bytes = std::fs::read(path)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The last `n` non-empty lines of a file.
