@@ -40,6 +40,10 @@ pub enum BuildError {
     /// distcc hosts were given but distcc is not installed.
     #[error("build.distcc names hosts but distcc is not on PATH: install it (apt install distcc) or empty build.distcc")]
     NoDistcc,
+    /// The build as configured can never run, on any commit (a command Linux refuses for its
+    /// length): the hunt stops as bad input, exit 2 (issue 32, finding 8).
+    #[error("{0}")]
+    BadInput(String),
     /// A prebuilt kernel could not be resolved or fetched ([`crate::prebuilt`]).
     #[error("prebuilt kernels: {0}")]
     Prebuilt(String),

@@ -42,7 +42,9 @@ pub mod exit_code {
     pub const ERROR: u8 = 1;
     /// The hunt file, a revision or the command line is wrong, the state directory holds a
     /// hunt's files but no whole journal of it, or its journal's verdicts do not fit this
-    /// range (another hunt's); nothing was run.
+    /// range (another hunt's); nothing was run. Also a test that can never run, found at its
+    /// first run: a command Linux refuses for its length, an output larger than firstbad reads
+    /// for a metric (a rerun would meet it again).
     pub const BAD_INPUT: u8 = 2;
     /// Good and bad measured alike: the regression did not reproduce.
     pub const NOT_REPRODUCED: u8 = 3;

@@ -11,6 +11,7 @@ pub mod changepoint;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod files;
 pub mod history;
 pub mod hosts;
 pub mod hunt;

@@ -108,3 +108,29 @@ fn a_state_dir_that_is_a_file_exits_2_naming_it_and_the_field() {
         "{err}"
     );
 }
+
+// Issue 32, finding 8: a test.command (or test.build) longer than Linux passes to `sh -c`
+// (128 KiB, MAX_ARG_STRLEN) passed validation and failed at every run with "Argument list
+// too long", exit 5 "rerun to resume": input that can never work, refused before anything
+// runs.
+#[test]
+fn a_command_too_long_to_run_exits_2_before_anything_runs() {
+    let long = format!("true # {}", "x".repeat(200_000));
+    for (field, test) in [
+        ("test.command", format!("command = {long:?}")),
+        (
+            "test.build",
+            format!("command = \"true\"\nmetric = \"ms\"\nbuild = {long:?}"),
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let hunt = hunt_file(dir.path(), &test);
+        let (code, err) = run_bad(&hunt);
+        assert_eq!(code, Some(2), "{field}: {err}");
+        assert!(
+            err.contains(&format!("{field}: is 200007 bytes long")) && err.contains("script"),
+            "{err}"
+        );
+        assert!(!dir.path().join("state").exists(), "{field}: something ran");
+    }
+}

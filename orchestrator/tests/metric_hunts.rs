@@ -36,11 +36,22 @@ impl Repo {
 
     /// A linear history of one commit per value, commit i's VALUE being `values[i]`.
     fn with_values(values: &[&str], marks: &[(usize, &str)]) -> Repo {
+        Repo::with_files(values, marks, |_, _| {})
+    }
+
+    /// [`Repo::with_values`] with what `files(dir, repo)` puts into the work tree before the
+    /// first commit, committed in every commit.
+    fn with_files(
+        values: &[&str],
+        marks: &[(usize, &str)],
+        files: impl FnOnce(&Path, &Path),
+    ) -> Repo {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
         std::fs::create_dir(&repo).unwrap();
         git_ok(&repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("bench.sh"), BENCH).unwrap();
+        files(dir.path(), &repo);
         let mut ids = Vec::new();
         for (i, value) in values.iter().enumerate() {
             std::fs::write(repo.join("VALUE"), format!("{value}\n")).unwrap();
@@ -540,4 +551,207 @@ fn with_command(hunt: &Path, script: &Path) {
         &format!("command = \"sh {}\"", script.display()),
     );
     std::fs::write(hunt, text).unwrap();
+}
+
+/// Makes `hunt` run `line` instead of the repository's bench.sh.
+fn with_command_line(hunt: &Path, line: &str) {
+    let text = std::fs::read_to_string(hunt)
+        .unwrap()
+        .replace("command = \"sh bench.sh\"", &format!("command = {line:?}"));
+    std::fs::write(hunt, text).unwrap();
+}
+
+/// A host file a run must never quote: a line of /etc/shadow's shape.
+const SECRET: &str = "root:$6$firstbad-test-secret$:19000:0:99999:7:::";
+
+/// `dir/outside/shadow`, a file outside every checkout holding [`SECRET`].
+fn outside_secret(dir: &Path) -> PathBuf {
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let shadow = outside.join("shadow");
+    std::fs::write(&shadow, format!("{SECRET}\n")).unwrap();
+    shadow
+}
+
+/// `firstbad run hunt` under a 4 GB address-space limit (a read without end fails instead of
+/// taking the machine's memory), killed after `secs`: (exit code, or None when it had to be
+/// killed; stdout; stderr).
+fn run_bounded(hunt: &Path, secs: u64) -> (Option<i32>, String, String) {
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 4000000 && exec \"$0\" run \"$1\"",
+            env!("CARGO_BIN_EXE_firstbad"),
+            &hunt.display().to_string(),
+        ])
+        .env("FIRSTBAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("firstbad runs");
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            child.kill().expect("kill");
+            child.wait().expect("wait");
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().expect("output");
+    (
+        code,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The failed runs' reasons of a hunt, asserting it stopped for a person (exit 5) after runs
+/// that all failed, none of them quoting [`SECRET`].
+fn failed_reasons(r: &Repo, hunt: &Path) -> Vec<String> {
+    let (code, out, err) = run_bounded(hunt, 90);
+    let code = code.unwrap_or_else(|| panic!("firstbad still running after 90 s: {out}{err}"));
+    assert!(
+        !format!("{out}{err}").contains("firstbad-test-secret"),
+        "{out}{err}"
+    );
+    assert_eq!(code, 5, "{out}{err}");
+    let events = r.events();
+    let quoted: Vec<String> = events
+        .iter()
+        .map(|e| format!("{e:?}"))
+        .filter(|e| e.contains("firstbad-test-secret"))
+        .collect();
+    assert!(
+        quoted.is_empty(),
+        "the journal quotes the host file: {quoted:?}"
+    );
+    let reasons: Vec<String> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::BootFinished { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .map(|o| match o {
+            BootOutcome::Failed { reason, .. } => reason,
+            other => panic!("a run through a link gave {other:?}"),
+        })
+        .collect();
+    assert!(!reasons.is_empty(), "{out}{err}");
+    reasons
+}
+
+/// Issue 32, finding 2: `test.output` under a directory of the checkout that is a symbolic
+/// link (here committed) made firstbad delete the file it points at, outside the checkout,
+/// before each run, and read what was there after it. A run whose output path leaves the
+/// checkout through a link fails, naming the link, without running, reading or removing.
+#[test]
+fn a_result_file_behind_a_symlinked_directory_is_neither_removed_nor_read() {
+    let r = Repo::with_files(&["100", "130"], &[], |dir, repo| {
+        let shadow = outside_secret(dir);
+        std::fs::copy(&shadow, dir.join("outside/result.json")).unwrap();
+        std::os::unix::fs::symlink(dir.join("outside"), repo.join("out")).unwrap();
+    });
+    let hunt = r.hunt("output = \"out/result.json\"\n");
+    with_command_line(&hunt, "true");
+    let outside = r.path().join("outside/result.json");
+    let reasons = failed_reasons(&r, &hunt);
+    assert!(
+        outside.exists(),
+        "firstbad deleted {} outside the checkout",
+        outside.display()
+    );
+    for reason in &reasons {
+        assert!(
+            reason.contains("out/result.json: out is a symbolic link"),
+            "{reason}"
+        );
+    }
+}
+
+/// Issue 32, finding 2: a result file that is a symbolic link, made by the command, was
+/// followed: to a host file, whose first line the journal and every report then quoted
+/// ("no metric: … it begins root:…"); to /dev/zero, read until memory ran out (the size check
+/// read 0, a device's length). A committed link is removed before the run as a link, its
+/// target untouched. The file is opened without following a link and the run fails, naming it.
+#[test]
+fn a_result_file_that_is_a_symlink_is_never_followed() {
+    for (case, command) in [
+        ("a host file", "ln -sf ../../../outside/shadow result.json"),
+        ("a device", "ln -sf /dev/zero result.json"),
+        ("a committed link", "true"),
+    ] {
+        let r = Repo::with_files(&["100", "130"], &[], |dir, repo| {
+            let shadow = outside_secret(dir);
+            std::os::unix::fs::symlink(&shadow, repo.join("result.json")).unwrap();
+        });
+        let hunt = r.hunt("output = \"result.json\"\n");
+        with_command_line(&hunt, command);
+        let reasons = failed_reasons(&r, &hunt);
+        let shadow = std::fs::read_to_string(r.path().join("outside/shadow")).unwrap();
+        assert_eq!(shadow.trim(), SECRET, "{case}");
+        let want = if case == "a committed link" {
+            "no result file result.json: No such file"
+        } else {
+            "result.json is a symbolic link"
+        };
+        for reason in &reasons {
+            assert!(reason.contains(want), "{case}: {reason}");
+        }
+    }
+}
+
+/// Issue 32, finding 2: a result file that is a FIFO blocked the hunt for good (the read
+/// waited for a writer that never came). It is opened without waiting and refused as a FIFO.
+#[test]
+fn a_result_file_that_is_a_fifo_is_refused_without_waiting() {
+    let r = Repo::with_values(&["100", "130"], &[]);
+    let hunt = r.hunt("output = \"result.json\"\n");
+    with_command_line(&hunt, "mkfifo result.json");
+    for reason in failed_reasons(&r, &hunt) {
+        assert!(
+            reason.contains("result.json: a FIFO, not a regular file"),
+            "{reason}"
+        );
+    }
+}
+
+/// Issue 32, finding 8: a command whose stdout (or result file) holds more than firstbad reads
+/// for a metric stopped the hunt with exit 5, "rerun to resume", and every rerun did the same
+/// (or, for the result file, failed run after run until the endpoints stopped the hunt, exit
+/// 5). It is bad input, exit 2, on the first such run, naming the bound and the fix.
+#[test]
+fn an_output_larger_than_firstbad_reads_is_bad_input_on_the_first_run() {
+    // 70 MB of metric lines, past the 64 MiB read.
+    let big = "yes '{\"ms\": 1}' | head -c 70000000";
+    for (extra, command, wanted) in [
+        (
+            "",
+            big.to_owned(),
+            "printed more than 67108864 bytes on stdout",
+        ),
+        (
+            "output = \"out.json\"\n",
+            format!("{big} > out.json"),
+            "test.output out.json holds more than 67108864 bytes",
+        ),
+    ] {
+        let r = Repo::with_values(&["100", "130"], &[]);
+        let hunt = r.hunt(extra);
+        with_command_line(&hunt, &command);
+        let (code, out, err) = run_bounded(&hunt, 300);
+        assert_eq!(code, Some(2), "{extra}{out}{err}");
+        assert!(err.contains(wanted), "{err}");
+        assert!(!err.contains("rerun"), "{err}");
+        let runs = r
+            .events()
+            .into_iter()
+            .filter(|e| matches!(e, Event::BootFinished { .. }))
+            .count();
+        assert_eq!(runs, 0, "{extra}: a run was journalled as the commit's");
+    }
 }

@@ -1141,6 +1141,52 @@ fn each_bad_field_is_named_with_its_fix() {
     }
 }
 
+/// Issue 32, finding 7: `Authorization` and names holding "token" were refused in `headers`,
+/// but a secret by another name (`X-Api-Key`, `Cookie`, `X-Auth-Key`) was read from the series
+/// file, where a backup, a repository or a world-readable file shows it. Every name that looks
+/// like a secret must come from the environment (`headers_env`); other names stay literal.
+#[test]
+fn headers_whose_names_look_like_secrets_come_from_the_environment() {
+    let hook = |headers: &str| {
+        format!("[notify.webhook]\nurl = \"https://h.example.org\"\nheaders = {{ {headers} }}\n")
+    };
+    for name in [
+        "X-Api-Key",
+        "x-apikey",
+        "Api_Key",
+        "Cookie",
+        "X-Auth-Key",
+        "Proxy-Authorization",
+        "X-Client-Secret",
+        "X-Password",
+        "X-Session-Token",
+    ] {
+        let err = match config(&hook(&format!("{name:?} = \"k\""))) {
+            Ok(cfg) => panic!("accepted {name} from the file: {cfg:?}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.starts_with(&format!(
+                "series.toml: notify.webhook.headers.{name}: looks like a secret"
+            )) && err.contains("headers_env"),
+            "{err}"
+        );
+    }
+    set_env("NOTIFY_TEST_SECRET_HEADER", "k");
+    let cfg = ok_config(
+        "[notify.webhook]\nurl = \"https://h.example.org\"\nheaders = { X-Lab = \"lab1\", \
+         X-Keyboard-Layout = \"us\" }\nheaders_env = { X-Api-Key = \"NOTIFY_TEST_SECRET_HEADER\" }\n",
+    );
+    let names: Vec<String> = cfg
+        .webhook
+        .expect("a webhook")
+        .headers
+        .iter()
+        .map(|h| h.name.to_string())
+        .collect();
+    assert_eq!(names, ["x-keyboard-layout", "x-lab", "x-api-key"]);
+}
+
 #[test]
 fn good_tables_get_their_defaults() {
     set_env("NOTIFY_TEST_DEFAULTS_PW", "pw");

@@ -433,3 +433,103 @@ fn a_state_directory_removed_moved_or_replaced_during_the_last_run_gives_exit_5_
         }
     }
 }
+
+/// The kinds of a journal's events, in order.
+fn kinds(state: &Path) -> Vec<String> {
+    Journal::open_read_only(&state.join("journal.sqlite"))
+        .and_then(|j| j.events())
+        .expect("journal")
+        .iter()
+        .map(|e| {
+            serde_json::to_value(&e.event).expect("serialises")["event"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned()
+        })
+        .collect()
+}
+
+// Issue 32, finding 9: with its last events deleted a journal resumed once (its next number
+// was past the deleted ones) and was refused the next time as "events N to M are missing".
+// Whole is one rule: every number the journal ever gave is in it, the last ones too.
+#[test]
+fn a_journal_that_lost_its_last_events_is_refused_the_first_time_and_every_time() {
+    let case = Case::new();
+    let hunt = case.finished();
+    let keep = case.dir.path().join("finished");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(case.state())
+        .arg(&keep)
+        .status()
+        .expect("cp")
+        .success());
+    let n = kinds(&case.state()).len();
+    for lost in 1..=3 {
+        std::fs::remove_dir_all(case.state()).expect("rm");
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(&keep)
+            .arg(case.state())
+            .status()
+            .expect("cp")
+            .success());
+        rusqlite::Connection::open(case.state().join("journal.sqlite"))
+            .and_then(|c| c.execute("DELETE FROM events WHERE seq > ?1", [(n - lost) as i64]))
+            .expect("delete");
+        let first = n - lost + 1;
+        let said = if lost == 1 {
+            format!("is not whole: its last event, {n}, is missing")
+        } else {
+            format!("is not whole: its last events, {first} to {n}, are missing")
+        };
+        for attempt in ["first", "second"] {
+            let run = case.run(&hunt, &[]);
+            assert_eq!(
+                run.code,
+                Some(2),
+                "{lost} lost, {attempt} run: {}{}",
+                run.stdout,
+                run.stderr
+            );
+            run.refused(&said);
+        }
+    }
+}
+
+// Issue 32, finding 9: another hunt's journal put into this hunt's state directory was
+// refused as "has lost its last events" (this hunt's logs are not in it), a wrong diagnosis
+// with a wrong fix. It holds another hunt, and the refusal names both.
+#[test]
+fn another_hunts_journal_is_refused_as_another_hunt_naming_both() {
+    let case = Case::new();
+    let hunt = case.finished();
+    let other = case.dir.path().join("other.toml");
+    let text = std::fs::read_to_string(&hunt)
+        .expect("hunt file")
+        .replace(&case.ids[0], &case.ids[3])
+        .replace("state_dir = \"state\"", "state_dir = \"other\"");
+    std::fs::write(&other, text).expect("write");
+    case.run(&other, &[]).found(&case.ids[CULPRIT]);
+    std::fs::copy(
+        case.dir.path().join("other/journal.sqlite"),
+        case.state().join("journal.sqlite"),
+    )
+    .expect("copy");
+    let run = case.run(&hunt, &[]);
+    assert_eq!(run.code, Some(2), "{}{}", run.stdout, run.stderr);
+    let short = |i: usize| case.ids[i][..12].to_owned();
+    for part in [
+        "holds another hunt".to_owned(),
+        format!("good {}, bad {}", short(3), short(15)),
+        format!("good {}, bad {}", short(0), short(15)),
+        "firstbad run --fresh".to_owned(),
+    ] {
+        assert!(run.stderr.contains(&part), "no {part:?} in: {}", run.stderr);
+    }
+    assert!(
+        !run.stderr.contains("lost its last events"),
+        "{}",
+        run.stderr
+    );
+}

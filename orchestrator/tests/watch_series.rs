@@ -94,6 +94,17 @@ fn a_bad_series_file_names_the_file_the_field_and_the_fix() {
             &["hunt: a series has no [hunt]"],
         ),
         (OK, "[classify]\nalpha = 2.0", &["classify.alpha"]),
+        // Issue 32, finding 8: read by git as an option, never as a repository.
+        (
+            "name = \"s\"\nremote = \"-upload-pack=touch /tmp/firstbad-pwned\"\nrepo = \"/tmp/x\"",
+            "",
+            &["series.remote", "begins with '-'"],
+        ),
+        (
+            "name = \"s\"\nremote = \"ssh://-oProxyCommand=x/linux\"\nrepo = \"/tmp/x\"",
+            "",
+            &["series.remote", "begins with '-'"],
+        ),
     ];
     for (series, extra, wanted) in cases {
         let e = error_of(dir.path(), series, extra);
@@ -171,6 +182,53 @@ fn the_sample_systemd_unit_and_timer_pass_systemd_analyze_verify() {
     assert!(
         !stderr.contains("firstbad-watch"),
         "systemd-analyze found fault with the units: {stderr}"
+    );
+}
+
+// Issue 32, finding 8: a path remote that does not exist failed the fetch at every cycle with
+// exit 5 ("the next cycle tries again"), and `--every` slept on it and tried again for ever.
+// It is bad input (exit 2), said before the fetch, and `--every` does not sleep on it.
+#[test]
+fn a_path_remote_that_does_not_exist_exits_2_before_the_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let series = series_file(
+        dir.path(),
+        &format!(
+            "name = \"s\"\nremote = \"no-such-repo\"\nrepo = \"{}\"",
+            dir.path().join("local").display()
+        ),
+        "",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(["watch", &series.display().to_string(), "--every", "24h"])
+        .env("FIRSTBAD_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Before: the cycle failed with exit 5 and `--every` slept a day to fail again.
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "still sleeping for the next cycle? {stderr}"
+    );
+    assert!(
+        stderr.contains("series.toml: series.remote: ")
+            && stderr.contains("no-such-repo does not exist"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("local").exists(),
+        "fetched into a new repository"
     );
 }
 

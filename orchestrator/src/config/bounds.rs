@@ -1,4 +1,5 @@
-//! The range of every number a hunt file may hold, each with its reason (issue 19, finding 7).
+//! The range of every number a hunt file may hold, each with its reason (issue 19, finding 7),
+//! and of the length of each command it runs (issue 32, finding 8).
 //!
 //! Validation checks each number against its entry in [`BOUNDS`] before using it, so a
 //! duration built from one (`Duration::from_secs`, `Instant + Duration`) cannot overflow and
@@ -28,6 +29,13 @@ pub enum Range {
         /// Whether `max` itself is refused.
         max_open: bool,
     },
+    /// A text (a command) of `min` to `max` bytes, both included.
+    Bytes {
+        /// The fewest bytes accepted.
+        min: i64,
+        /// The most bytes accepted.
+        max: i64,
+    },
 }
 
 impl Range {
@@ -35,7 +43,7 @@ impl Range {
     pub fn holds_int(&self, x: i64) -> bool {
         match *self {
             Range::Int { min, max } => (min..=max).contains(&x),
-            Range::Float { .. } => false,
+            Range::Float { .. } | Range::Bytes { .. } => false,
         }
     }
 
@@ -52,7 +60,15 @@ impl Range {
                     && if min_open { x > min } else { x >= min }
                     && if max_open { x < max } else { x <= max }
             }
-            Range::Int { .. } => false,
+            Range::Int { .. } | Range::Bytes { .. } => false,
+        }
+    }
+
+    /// Whether a text's length in bytes is in range.
+    pub fn holds_len(&self, text: &str) -> bool {
+        match *self {
+            Range::Bytes { min, max } => (min..=max).contains(&(text.len() as i64)),
+            Range::Int { .. } | Range::Float { .. } => false,
         }
     }
 }
@@ -62,6 +78,7 @@ impl fmt::Display for Range {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Range::Int { min, max } => write!(f, "{min}..={max}"),
+            Range::Bytes { min, max } => write!(f, "{min}..={max} bytes"),
             Range::Float {
                 min,
                 min_open,
@@ -137,6 +154,21 @@ impl Bound {
         }
     }
 
+    /// `Ok(())` when a command's length in bytes is in range, else the message an error gives
+    /// after the field's name.
+    pub fn length(&self, text: &str) -> Result<(), String> {
+        if self.range.holds_len(text) {
+            return Ok(());
+        }
+        Err(format!(
+            "is {} bytes long, out of range {}: {}; put a longer command in a script and run \
+             the script",
+            text.len(),
+            self.range,
+            self.why
+        ))
+    }
+
     fn out_of_range(&self, x: impl fmt::Display) -> String {
         format!("{x} is out of range {}: {}", self.range, self.why)
     }
@@ -183,6 +215,17 @@ pub(super) const fn open(
             max_open: true,
         },
         default,
+        why,
+    }
+}
+
+/// A text of 1 to `max` bytes, required or with a default said in words.
+const fn bytes(field: &'static str, max: i64, default: &'static str, why: &'static str) -> Bound {
+    Bound {
+        field,
+        kind: None,
+        range: Range::Bytes { min: 1, max },
+        default: Default::Text(default),
         why,
     }
 }
@@ -544,8 +587,36 @@ pub const TEST_JOBS: Bound = int(
     1,
     "checkouts tested at once, each a full worktree",
 );
+/// Linux's bound on one argument of `execve(2)` (`MAX_ARG_STRLEN`, 32 pages of 4 KiB), its
+/// terminating NUL included: a command past it can never start (E2BIG, "Argument list too
+/// long"), on any commit (issue 32, finding 8).
+const MAX_ARG_STRLEN: i64 = 32 * 4096;
+/// The reason of the commands' length bounds.
+const ONE_ARGUMENT: &str =
+    "sh -c gets it as one argument, which Linux refuses past 128 KiB (MAX_ARG_STRLEN)";
+/// `[test] command`'s length.
+pub const TEST_COMMAND_BYTES: Bound =
+    bytes("test.command", MAX_ARG_STRLEN - 1, "required", ONE_ARGUMENT);
+/// `[test] build`'s length.
+pub const TEST_BUILD_BYTES: Bound = bytes(
+    "test.build",
+    MAX_ARG_STRLEN - 1,
+    "none: the checkout is the build",
+    ONE_ARGUMENT,
+);
+/// `hosts[].power_cycle`'s length.
+pub const SSH_POWER_CYCLE_BYTES: Bound = host(
+    "ssh",
+    bytes(
+        "hosts[].power_cycle",
+        MAX_ARG_STRLEN - 1,
+        "none: a person power-cycles the machine",
+        ONE_ARGUMENT,
+    ),
+);
 
-/// Every number field of a hunt file, in the order of the tables.
+/// Every number field of a hunt file, and the length of each command it runs, in the order
+/// of the tables.
 pub const BOUNDS: &[Bound] = &[
     BUILD_JOBS,
     BUILD_DISTCC_PORT,
@@ -564,6 +635,7 @@ pub const BOUNDS: &[Bound] = &[
     SSH_CONNECT_TIMEOUT_S,
     SSH_COMMAND_TIMEOUT_S,
     SSH_AGENT_PORT,
+    SSH_POWER_CYCLE_BYTES,
     WORKLOAD_TIMEOUT_S,
     CLASSIFY_RELATIVE,
     CLASSIFY_THRESHOLD,
@@ -584,6 +656,8 @@ pub const BOUNDS: &[Bound] = &[
     TEST_TIMEOUT_S,
     TEST_BUILD_TIMEOUT_S,
     TEST_JOBS,
+    TEST_COMMAND_BYTES,
+    TEST_BUILD_BYTES,
 ];
 
 /// [`BOUNDS`] as the Markdown table of `docs/hunt-file-bounds.md`.
@@ -616,6 +690,7 @@ mod tests {
         assert_eq!(TEST_JOBS.range.to_string(), "1..=64");
         assert_eq!(CLASSIFY_ALPHA.range.to_string(), "(0, 0.5)");
         assert_eq!(CLASSIFY_THRESHOLD.range.to_string(), "(0, 1e15]");
+        assert_eq!(TEST_COMMAND_BYTES.range.to_string(), "1..=131071 bytes");
     }
 
     #[test]

@@ -208,6 +208,11 @@ fn ssh(v: &Validator, i: usize, h: &RawHost) -> Result<SshConfig, ConfigError> {
             format!("{} is not an http:// URL", snippet(&agent_url)),
         ));
     }
+    if let Some(cmd) = &h.power_cycle {
+        bounds::SSH_POWER_CYCLE_BYTES
+            .length(cmd)
+            .map_err(|m| v.field(&at("power_cycle"), m))?;
+    }
     let remote_dir = h
         .remote_dir
         .clone()

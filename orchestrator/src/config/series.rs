@@ -228,6 +228,18 @@ impl SeriesConfig {
                 "is empty: give the repository to follow, a path or a URL".into(),
             ));
         }
+        // git reads a word that begins with '-' as an option: as a remote, or as the host of
+        // one, it names no repository and never will (issue 32, finding 8).
+        if let Some(at) = dash_at(&series.remote) {
+            return Err(field(
+                "series.remote",
+                format!(
+                    "{} begins with '-' ({at}): git would read it as an option, never as a \
+                     repository; give a URL or a path (\"./-name\" for a directory so named)",
+                    read::snippet(&series.remote)
+                ),
+            ));
+        }
         let branch = series.branch.unwrap_or_else(|| "master".into());
         if branch.trim().is_empty()
             || branch.starts_with('-')
@@ -369,6 +381,28 @@ impl SeriesConfig {
         })
     }
 
+    /// The repository the remote names when it is a path (not a URL, not `host:path`).
+    pub fn remote_path(&self) -> Option<&Path> {
+        let url = self.remote.contains("://") || is_scp_like(&self.remote);
+        (!url).then(|| Path::new(&self.remote))
+    }
+
+    /// Refuses, before any fetch, a path remote that does not exist: every cycle would fail
+    /// the same way until the series file is mended (issue 32, finding 8).
+    pub fn check_remote(&self) -> Result<(), ConfigError> {
+        match self.remote_path() {
+            Some(p) if std::fs::symlink_metadata(p).is_err() => Err(ConfigError::Field {
+                path: self.source.clone(),
+                field: "series.remote".into(),
+                message: format!(
+                    "{} does not exist: give the path of the repository to follow, or its URL",
+                    p.display()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The hunt file of one comparison of the series: `good` measured as the baseline against
     /// `bad`, with its journal and logs in `state_dir`.
     pub fn hunt_between(&self, good: &str, bad: &str, state_dir: &Path) -> HuntConfig {
@@ -379,6 +413,18 @@ impl SeriesConfig {
             ..self.hunt.clone()
         }
     }
+}
+
+/// Where a remote has a word that begins with '-': itself, or its host (`ssh://-oX/…`,
+/// `-oX:path`).
+fn dash_at(remote: &str) -> Option<&'static str> {
+    let remote = remote.trim_start();
+    if remote.starts_with('-') {
+        return Some("the remote");
+    }
+    let host = remote.split_once("://").map(|(_, rest)| rest)?;
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    host.starts_with('-').then_some("its host")
 }
 
 /// `user@host:path`, git's scp-like ssh syntax (a path with a colon before any slash).

@@ -552,7 +552,11 @@ fn with_number(dir: &Path, b: &super::bounds::Bound, value: &str) -> PathBuf {
     };
     let text = match (table, b.kind) {
         // What only a metric hunt reads is placed in one.
-        ("test", _) if key == "build_timeout_s" => format!("{LOCAL}metric = \"ms\"\n{line}"),
+        ("test", _) if key == "build_timeout_s" || key == "build" => {
+            format!("{LOCAL}metric = \"ms\"\n{line}")
+        }
+        // A command: LOCAL's is replaced.
+        ("test", _) if key == "command" => LOCAL.replace("command = \"make -s check\"\n", &line),
         ("test", _) => format!("{LOCAL}{line}"),
         ("build", _) => kernel("").replace(
             "config = \"kernel.config\"\n",
@@ -595,6 +599,15 @@ fn every_bound_in_the_table_is_enforced_at_both_ends() {
                 vec![min.to_string(), max.to_string()],
                 vec![(min - 1).to_string(), (max + 1).to_string()],
             ),
+            // A command of `min` and of `max` bytes; one byte more. (Fewer than 1 is the empty
+            // command, refused as empty.)
+            Range::Bytes { min, max } => (
+                vec![
+                    format!("{:?}", "x".repeat(min as usize)),
+                    format!("{:?}", "x".repeat(max as usize)),
+                ],
+                vec![format!("{:?}", "x".repeat(max as usize + 1))],
+            ),
             Range::Float {
                 min,
                 min_open,
@@ -632,16 +645,21 @@ fn every_bound_in_the_table_is_enforced_at_both_ends() {
         for x in &inside {
             let p = with_number(dir.path(), b, x);
             if let Err(e) = HuntFile::load(&p) {
+                let x = crate::report::text::cut(x, 40);
                 panic!("{field} = {x} is inside {}: {e}", b.range);
             }
         }
         for x in &outside {
             let p = with_number(dir.path(), b, x);
             let e = HuntFile::load(&p).unwrap_err().to_string();
+            let said = match b.range {
+                Range::Bytes { .. } => format!(" bytes long, out of range {}: {}", b.range, b.why),
+                _ => format!(" is out of range {}: {}", b.range, b.why),
+            };
             assert!(
-                e.contains(&format!("hunt.toml: {field}: "))
-                    && e.contains(&format!(" is out of range {}: {}", b.range, b.why)),
-                "{field} = {x}: {e}"
+                e.contains(&format!("hunt.toml: {field}: ")) && e.contains(&said),
+                "{field} = {}: {e}",
+                crate::report::text::cut(x, 40)
             );
         }
     }

@@ -305,6 +305,9 @@ fn test_table(
             "is empty: give a shell command, e.g. \"make -s check\"",
         ));
     }
+    bounds::TEST_COMMAND_BYTES
+        .length(&test.command)
+        .map_err(|m| v.field("test.command", m))?;
     let measure = match test.metric.take() {
         Some(metric) => Some(measure(v, &test, metric, classify_table)?),
         None => {
@@ -411,6 +414,11 @@ fn measure(
             "test.build",
             "is empty: give the build command (e.g. \"make -s\"), or remove it",
         ));
+    }
+    if let Some(build) = &test.build {
+        bounds::TEST_BUILD_BYTES
+            .length(build)
+            .map_err(|m| v.field("test.build", m))?;
     }
     let raw_classify = classify_table.unwrap_or_default();
     let drift_set = raw_classify.drift_check_every.is_some();

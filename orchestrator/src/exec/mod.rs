@@ -372,6 +372,10 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                     },
                 )?;
             }
+            Done::Tested(_, _, Err(e @ HostError::BadInput(_))) => {
+                // The same on every checkout and commit: the input's fault, no rerun mends it.
+                stop.get_or_insert(e.into());
+            }
             Done::Tested(commit, job, Err(e)) => {
                 // The checkouts share one disk and one repository: what breaks one almost
                 // always breaks the others, so the hunt stops (a rerun resumes).
@@ -380,7 +384,7 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                     short(&commit)
                 )));
             }
-            Done::Booted(_, _, Err(e @ HostError::Command(_))) => {
+            Done::Booted(_, _, Err(e @ (HostError::Command(_) | HostError::BadInput(_)))) => {
                 // Every host runs the same command: retiring this one would only meet the
                 // same failure on the next. Nothing is journalled for the run; a rerun redoes it.
                 stop.get_or_insert(e.into());

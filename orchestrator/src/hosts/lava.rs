@@ -155,28 +155,39 @@ impl TestHost for Farm {
 /// The most a token file may hold: a LAVA token is 32-128 characters.
 const TOKEN_FILE_LIMIT: u64 = 4096;
 
+/// A token file's text, and whether every user of the machine can read it.
+#[derive(Debug)]
+struct TokenFile {
+    text: String,
+    /// Readable by others (`o+r`): the host warns, asking for `chmod 600` (issue 32,
+    /// finding 7).
+    world_readable: bool,
+    /// Its permission bits, for the warning.
+    mode: u32,
+}
+
 /// A token file's text: a regular file of at most [`TOKEN_FILE_LIMIT`] bytes, opened without
 /// waiting, so that a FIFO or a device named by mistake is refused instead of blocking or read
 /// without end (issue 32, finding 5: /dev/zero took 545 MB).
-fn read_token_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut text = String::new();
-    file.take(TOKEN_FILE_LIMIT + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > TOKEN_FILE_LIMIT {
-        return Err(format!("more than {TOKEN_FILE_LIMIT} bytes: not a token"));
-    }
-    Ok(text)
+fn read_token_file(path: &Path) -> Result<TokenFile, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let file = crate::files::open_regular(path).map_err(|e| e.to_string())?;
+    let mode = file
+        .metadata()
+        .map_err(|e| e.to_string())?
+        .permissions()
+        .mode()
+        & 0o7777;
+    let bytes = crate::files::read_capped(file, TOKEN_FILE_LIMIT).map_err(|e| match e {
+        crate::files::FileError::TooLarge { .. } => format!("{e}: not a token"),
+        e => e.to_string(),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not a token".to_owned())?;
+    Ok(TokenFile {
+        text,
+        world_readable: mode & 0o004 != 0,
+        mode,
+    })
 }
 
 /// A LAVA farm.
@@ -272,13 +283,26 @@ impl LavaHost {
             )));
         }
         let token = match &self.cfg.token {
-            LavaToken::File(f) => read_token_file(f).map_err(|e| {
-                HostError::Missing(format!(
-                    "host {}: token_file {}: {e}: put the LAVA API token there (lava-server manage tokens add --user NAME prints one)",
-                    self.name,
-                    f.display()
-                ))
-            })?,
+            LavaToken::File(f) => {
+                let read = read_token_file(f).map_err(|e| {
+                    HostError::Missing(format!(
+                        "host {}: token_file {}: {e}: put the LAVA API token there (lava-server manage tokens add --user NAME prints one)",
+                        self.name,
+                        f.display()
+                    ))
+                })?;
+                if read.world_readable {
+                    tracing::warn!(
+                        "host {}: token_file {} can be read by every user of this machine \
+                         (mode {:o}): chmod 600 {}",
+                        self.name,
+                        f.display(),
+                        read.mode,
+                        f.display()
+                    );
+                }
+                read.text
+            }
             LavaToken::Env(v) => std::env::var(v).map_err(|_| {
                 HostError::Missing(format!(
                     "host {}: token_env {v}: the variable is not set: export {v}=<the LAVA API token>",
@@ -1139,12 +1163,28 @@ mod tests {
 
     // Issue 32, finding 5: a token file that is a device or a FIFO is refused at once, never
     // read without end or waited on.
+    /// Issue 32, finding 7: a token file every user of the machine can read was read without
+    /// a word; its reader says so, and the host warns with the fix (chmod 600).
+    #[test]
+    fn a_world_readable_token_file_is_named_as_such() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "abc123\n").unwrap();
+        for (mode, exposed) in [(0o644, true), (0o604, true), (0o640, false), (0o600, false)] {
+            std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).unwrap();
+            let read = read_token_file(&token).unwrap();
+            assert_eq!(read.text, "abc123\n");
+            assert_eq!(read.world_readable, exposed, "mode {mode:o}");
+        }
+    }
+
     #[test]
     fn a_token_file_is_a_small_regular_file() {
         let dir = tempfile::tempdir().unwrap();
         let token = dir.path().join("token");
         std::fs::write(&token, "abc123\n").unwrap();
-        assert_eq!(read_token_file(&token).unwrap(), "abc123\n");
+        assert_eq!(read_token_file(&token).unwrap().text, "abc123\n");
         let e = read_token_file(Path::new("/dev/zero")).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
         let fifo = dir.path().join("fifo");

@@ -56,6 +56,11 @@ pub enum HostError {
     /// 126 or 127, or was killed by a signal): the hunt stops rather than retire the host.
     #[error("{0}")]
     Command(String),
+    /// The test as configured can never run, on any host or commit (a command Linux refuses
+    /// for its length, an output larger than firstbad reads): the hunt stops as bad input
+    /// (exit 2), since a rerun would meet it again (issue 32, finding 8).
+    #[error("{0}")]
+    BadInput(String),
     /// The agent on the host refused this boot's token.
     #[error("host {host}: {why}")]
     Agent {

@@ -80,7 +80,9 @@ impl HuntError {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            HuntError::BadInput(_) => exit_code::BAD_INPUT,
+            HuntError::BadInput(_)
+            | HuntError::Host(HostError::BadInput(_))
+            | HuntError::Build(BuildError::BadInput(_)) => exit_code::BAD_INPUT,
             // A result that could not be saved (a full disk, a state directory removed during
             // the run): nothing was lost that a rerun does not redo.
             HuntError::Journal(JournalError::Moved { .. } | JournalError::Sqlite { .. }) => {

@@ -244,6 +244,23 @@ pub fn begin_or_resume(
             short(&existing.bad),
             fresh()
         ))),
+        // Another range is another hunt: named as one, both ranges shown, rather than as a
+        // changed hunt file or as a journal that lost the runs of this hunt's logs (issue 32,
+        // finding 9).
+        Some(existing) if (&existing.good, &existing.bad) != (&identity.good, &identity.bad) => {
+            let changes = changed_fields(&existing.meaning, &identity.meaning);
+            Err(HuntError::BadInput(format!(
+                "{} holds another hunt: its journal is of good {}, bad {}; this hunt file's is \
+                 good {}, bad {} (it differs in {}); {}",
+                state_dir.display(),
+                short(&existing.good),
+                short(&existing.bad),
+                short(&identity.good),
+                short(&identity.bad),
+                changes.join("; "),
+                fresh()
+            )))
+        }
         Some(existing) if existing.meaning != identity.meaning => {
             let changes = changed_fields(&existing.meaning, &identity.meaning);
             Err(HuntError::BadInput(format!(
@@ -320,7 +337,9 @@ pub fn open_hunt(
         &range.goods,
         range.info.as_ref(),
     )?;
-    let mut state = HuntState::replay(&journal.events()?);
+    let events = journal.events()?;
+    super::state_dir::check_runs_recorded(state_dir, &events)?;
+    let mut state = HuntState::replay(&events);
     if let Some(end) = &state.end {
         tracing::info!("this hunt has already ended; `firstbad report` shows it");
         return Ok(Opened::Ended(super::Outcome {

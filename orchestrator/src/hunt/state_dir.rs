@@ -60,7 +60,8 @@ fn hold(state_dir: &Path) -> Result<std::fs::File, HuntError> {
 
 /// Refuses (exit 2) a state directory that holds a hunt's files but no whole journal of it:
 /// the journal missing or empty, unreadable, with a table or events missing, or holding no
-/// hunt beside a hunt's logs, checkouts or consoles. Before, each of these started the hunt
+/// hunt beside a hunt's logs, checkouts or consoles (a journal that is whole but lost runs
+/// the logs show is refused by [`check_runs_recorded`], once it is known to be this hunt's). Before, each of these started the hunt
 /// over without a word (issue 19, finding 6). A new directory, or one with only what
 /// `firstbad try` and the locks leave, passes.
 pub fn check_state_dir(state_dir: &Path) -> Result<(), HuntError> {
@@ -85,18 +86,26 @@ pub fn check_state_dir(state_dir: &Path) -> Result<(), HuntError> {
     match entries {
         None if found.is_empty() => Ok(()),
         None => Err(refusal(state_dir, "holds no hunt", &found)),
-        Some(entries) => match lost_run(state_dir, &entries) {
-            Some(log) => Err(refusal(
-                state_dir,
-                &format!(
-                    "has lost its last events: {log} is the output of a run of \
-                     the command that the journal does not record (was journal.sqlite-wal \
-                     deleted or damaged?)"
-                ),
-                &found,
-            )),
-            None => Ok(()),
-        },
+        Some(_) => Ok(()),
+    }
+}
+
+/// Refuses (exit 2) this hunt's journal when the state directory holds the output of a run it
+/// does not record: the journal lost its last events. Called once the journal is known to be
+/// this hunt's ([`super::prelude::begin_or_resume`]): another hunt's journal records none of
+/// this hunt's runs, and is refused as another hunt's, not as one that lost events (issue 32,
+/// finding 9).
+pub fn check_runs_recorded(state_dir: &Path, entries: &[Entry]) -> Result<(), HuntError> {
+    match lost_run(state_dir, entries) {
+        Some(log) => Err(refusal(
+            state_dir,
+            &format!(
+                "has lost its last events: {log} is the output of a run of the command that \
+                 the journal does not record (was journal.sqlite-wal deleted or damaged?)"
+            ),
+            &hunt_files(state_dir, false),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -418,12 +427,16 @@ mod tests {
     #[test]
     fn a_log_the_journal_does_not_record_means_it_lost_its_last_events() {
         let (dir, j) = hunt_dir(&"c".repeat(40));
-        drop(j);
-        check_state_dir(dir.path()).expect("every log is journalled");
+        let entries = j.events().unwrap();
+        check_runs_recorded(dir.path(), &entries).expect("every log is journalled");
         let lost = "d".repeat(40);
         write(dir.path(), &format!("logs/{lost}.log"), "");
-        let e = refused(dir.path());
+        check_state_dir(dir.path()).expect("whole: the lost run is this hunt's to judge");
+        let e = check_runs_recorded(dir.path(), &entries).expect_err("refused");
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let e = e.to_string();
         assert!(e.contains(&format!("logs/{lost}.log is the output")), "{e}");
+        assert!(e.contains("`firstbad run --fresh`"), "{e}");
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! Whether a journal is whole: what a hunt checks before it resumes from one.
 
 use super::{Entry, Event, Journal, JournalError};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 impl Journal {
     /// Checks that the journal is whole and returns its events, or `None` when it holds no
     /// hunt (no identity and no event, as a new journal). Whole means: SQLite's
     /// `quick_check` passes, both tables are there, and a journal with an identity starts
-    /// with `HuntStarted` at sequence number 1 and has every number after it. What a lost
-    /// `-wal` file, a dropped table or a cut file leaves fails one of these.
+    /// with `HuntStarted` at sequence number 1 and has every number after it, up to the
+    /// highest SQLite ever gave. What a lost `-wal` file, a dropped table, a cut file or
+    /// deleted events leave fails one of these.
     pub fn verify(&self) -> Result<Option<Vec<Entry>>, JournalError> {
         let damaged = |what: String| JournalError::Damaged {
             path: self.path.clone(),
@@ -50,7 +51,43 @@ impl Journal {
                 w[1] - 1
             )));
         }
+        // The last numbers too: SQLite keeps the highest number it gave (`AUTOINCREMENT`'s
+        // sqlite_sequence, written in the same transaction as the event, so a lost -wal or a
+        // rolled-back write takes both). A journal whose last events were deleted resumed once
+        // before, its next event numbered past them, and was refused the run after (issue 32,
+        // finding 9).
+        let given = self.highest_given()?;
+        let last = all.last().copied().unwrap_or(0);
+        if given > last {
+            return Err(damaged(if given == last + 1 {
+                format!("its last event, {given}, is missing")
+            } else {
+                format!("its last events, {} to {given}, are missing", last + 1)
+            }));
+        }
         Ok(Some(entries))
+    }
+
+    /// The highest event number SQLite has given in this file (0 when none).
+    fn highest_given(&self) -> Result<i64, JournalError> {
+        let has_table: i64 = self.sql(self.conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'",
+            [],
+            |r| r.get(0),
+        ))?;
+        if has_table == 0 {
+            return Ok(0);
+        }
+        let given: Option<i64> = self.sql(
+            self.conn
+                .query_row(
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional(),
+        )?;
+        Ok(given.unwrap_or(0))
     }
 }
 
@@ -178,6 +215,24 @@ mod tests {
             .unwrap();
         let e = j.verify().unwrap_err().to_string();
         assert!(e.contains("events 2 to 3 are missing"), "{e}");
+    }
+
+    // Issue 32, finding 9: the last events deleted were not missed until the next event was
+    // numbered past them.
+    #[test]
+    fn the_last_events_deleted_are_named_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = started(dir.path());
+        j.conn
+            .execute_batch("DELETE FROM events WHERE seq = 4")
+            .unwrap();
+        let e = j.verify().unwrap_err().to_string();
+        assert!(e.contains("its last event, 4, is missing"), "{e}");
+        j.conn
+            .execute_batch("DELETE FROM events WHERE seq = 3")
+            .unwrap();
+        let e = j.verify().unwrap_err().to_string();
+        assert!(e.contains("its last events, 3 to 4, are missing"), "{e}");
     }
 
     #[test]

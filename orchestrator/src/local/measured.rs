@@ -15,7 +15,10 @@
 //!   timeout: a failed sample (kept with its output), counted like a failed boot, never a
 //!   verdict;
 //! - 125: the commit cannot be tested, and is skipped at once;
-//! - 126, 127 (the command cannot run) or a signal: the hunt stops for a person, exit 5.
+//! - 126, 127 (the command cannot run) or a signal: the hunt stops for a person, exit 5;
+//! - an output larger than firstbad reads (stdout, or `test.output`, past 64 MiB) or a command
+//!   Linux refuses for its length: the hunt stops as bad input, exit 2, since every rerun
+//!   would meet it again (issue 32, finding 8).
 
 use super::process;
 use crate::build::checkout_detached;
@@ -34,7 +37,7 @@ use std::time::Duration;
 
 /// The largest output file read for a metric: benchmark tools write kilobytes; a runaway log
 /// must not take the controller's memory.
-const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+const MAX_OUTPUT_BYTES: u64 = crate::metric::MAX_OUTPUT_BYTES;
 
 /// Lines of a failed run's or build's output kept in the journal.
 const FAILED_LINES: usize = 5;
@@ -264,10 +267,18 @@ impl Trees {
             |_| {},
         ) {
             Ok(ran) => ran,
-            Err(why) => {
+            // The same on every commit: the input's fault, not this candidate's (issue 32,
+            // finding 8).
+            Err(e) if e.never_runs() => {
+                return Err(crate::build::BuildError::BadInput(format!(
+                    "[test] build: {e}: Linux refuses a command (or an environment) this long; \
+                     put the build in a script and run the script"
+                )))
+            }
+            Err(e) => {
                 return Ok(BuildOutcome::Failed {
                     log,
-                    error_lines: vec![why],
+                    error_lines: vec![e.to_string()],
                 })
             }
         };
@@ -384,14 +395,15 @@ impl Runner {
                 ));
             }
         }
-        // A result file left by the previous run must not be read as this run's.
-        let output = self.output.as_ref().map(|o| tree.join(o));
-        if let Some(o) = &output {
-            match std::fs::remove_file(o) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io(format!("removing the last run's {}", o.display()))(e))
-                }
-                _ => {}
+        // A result file left by the previous run must not be read as this run's. Removed
+        // inside the checkout only: through a directory that is a link it would be someone
+        // else's file (issue 32, finding 2).
+        if let Some(rel) = &self.output {
+            if let Err(e) = crate::files::remove_inside(tree, rel) {
+                return Ok(failed(format!(
+                    "cannot remove the last run's {}: {e}",
+                    rel.display()
+                )));
             }
         }
         let stdout_path = job.console.with_extension("stdout");
@@ -411,7 +423,7 @@ impl Runner {
             self.timeout,
             |_| {},
         )
-        .map_err(HostError::Missing)?;
+        .map_err(process::RunError::into_host_error)?;
         let said = || {
             let mut l = last_lines(&job.console, 1);
             l.pop().map(|l| format!(": {l}")).unwrap_or_default()
@@ -454,19 +466,48 @@ impl Runner {
                 )));
             }
         }
-        let (text, beside) = match &output {
-            Some(o) => match read_capped(o) {
-                Ok(t) => (t, o.parent().map(Path::to_path_buf)),
-                Err(e) => {
-                    return Ok(failed(format!(
-                        "no result file {}: {e}",
-                        self.output.as_ref().expect("output is set").display()
+        let (text, beside) = match &self.output {
+            // Read inside the checkout only, through no link, from a regular file, to the cap:
+            // a link to a host file was quoted into the journal, a FIFO blocked the hunt and
+            // /dev/zero was read until memory ran out (issue 32, finding 2).
+            Some(rel) => match crate::files::open_inside(tree, rel)
+                .and_then(|f| crate::files::read_capped(f, MAX_OUTPUT_BYTES))
+            {
+                Ok(bytes) => (
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    tree.join(rel).parent().map(Path::to_path_buf),
+                ),
+                // Bad input, not a failed run: a rerun, or the next commit, would write as
+                // much (issue 32, finding 8).
+                Err(crate::files::FileError::TooLarge { limit }) => {
+                    return Err(HostError::BadInput(format!(
+                        "test.output {} holds more than {limit} bytes, the most firstbad reads \
+                         for a metric: write only the result there",
+                        rel.display()
                     )))
                 }
+                Err(e) => return Ok(failed(format!("no result file {}: {e}", rel.display()))),
             },
-            None => match read_capped(&stdout_path) {
-                Ok(t) => (t, None),
-                Err(e) => return Err(io(format!("reading {}", stdout_path.display()))(e)),
+            None => match std::fs::File::open(&stdout_path)
+                .map_err(crate::files::FileError::from)
+                .and_then(|f| crate::files::read_capped(f, MAX_OUTPUT_BYTES))
+            {
+                Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), None),
+                // Bad input: a rerun would print as much (issue 32, finding 8).
+                Err(crate::files::FileError::TooLarge { limit }) => {
+                    return Err(HostError::BadInput(format!(
+                        "[test] command {:?} printed more than {limit} bytes on stdout, the most \
+                         firstbad reads for a metric: print only the result, or write it to a \
+                         file and name that file in test.output",
+                        crate::report::text::cut(&self.command, 60)
+                    )))
+                }
+                Err(e) => {
+                    return Err(HostError::Missing(format!(
+                        "reading {}: {e}",
+                        stdout_path.display()
+                    )))
+                }
             },
         };
         let reading = match crate::metric::read(&self.metric, &text, beside.as_deref()) {
@@ -513,18 +554,6 @@ fn head_of(tree: &Path) -> Result<String, git2::Error> {
     let repo = git2::Repository::open(tree)?;
     let head = repo.head()?.peel_to_commit()?;
     Ok(head.id().to_string())
-}
-
-/// A file's text, refused past [`MAX_OUTPUT_BYTES`].
-fn read_capped(path: &Path) -> std::io::Result<String> {
-    let len = std::fs::metadata(path)?.len();
-    if len > MAX_OUTPUT_BYTES {
-        return Err(std::io::Error::other(format!(
-            "{len} bytes, more than the {MAX_OUTPUT_BYTES} read for a metric"
-        )));
-    }
-    let bytes = std::fs::read(path)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The last `n` non-empty lines of a file.

@@ -302,8 +302,11 @@ impl TestHost for Checkout {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || self.run(&commit))
                 .await
-                .unwrap_or_else(|e| Err(format!("the checkout's thread failed: {e}")))
-                .map_err(HostError::Missing)
+                .unwrap_or_else(|e| {
+                    Err(HostError::Missing(format!(
+                        "the checkout's thread failed: {e}"
+                    )))
+                })
         })
     }
 
@@ -316,20 +319,21 @@ impl TestHost for Checkout {
 
 impl Checkout {
     /// Checks `commit` out and runs the command there; `Err` when that could not be done.
-    fn run(&self, commit: &str) -> Result<TestOutcome, String> {
+    fn run(&self, commit: &str) -> Result<TestOutcome, HostError> {
         checkout_detached(&self.repo, &self.src, &self.worktree, commit)
-            .map_err(|e| format!("checkout: {e}"))?;
+            .map_err(|e| HostError::Missing(format!("checkout: {e}")))?;
         let log_path = self.logs.join(format!("{commit}.log"));
         let ran = process::run_shell(
             &self.test.command,
             &self.src,
             &[("FIRSTBAD_COMMIT", commit)],
-            process::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?,
+            process::create(&log_path)
+                .map_err(|e| HostError::Missing(format!("{}: {e}", log_path.display())))?,
             Duration::from_secs(self.test.timeout_s),
             |pgid| self.set_group(Some((commit.to_owned(), pgid))),
         );
         self.set_group(None);
-        let ran = ran?;
+        let ran = ran.map_err(process::RunError::into_host_error)?;
         use std::os::unix::process::ExitStatusExt;
         let (code, signal) = if ran.timed_out {
             (None, None)

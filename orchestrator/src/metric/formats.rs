@@ -363,9 +363,9 @@ pub(super) fn criterion(
 /// iterations in `times[i]` ns. Empty when there is no sample.json.
 fn criterion_samples(dir: &Path) -> Result<Vec<f64>, String> {
     let path = dir.join("sample.json");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match beside_file(dir, "sample.json") {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
     let doc: Value =
@@ -386,6 +386,14 @@ fn criterion_samples(dir: &Path) -> Result<Vec<f64>, String> {
     Ok(times.iter().zip(&iters).map(|(t, n)| t / n).collect())
 }
 
+/// The text of criterion's `name` in `dir`, the result file's directory (already walked
+/// without a link): a regular file, not a link, read to the cap (issue 32, finding 2).
+fn beside_file(dir: &Path, name: &str) -> Result<String, crate::files::FileError> {
+    let file = crate::files::open_inside(dir, Path::new(name))?;
+    let bytes = crate::files::read_capped(file, super::MAX_OUTPUT_BYTES)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Ok when benchmark.json in `beside` says the estimates are `wanted`'s.
 fn criterion_benchmark_is(wanted: &str, beside: Option<&Path>) -> Result<(), String> {
     let unchecked = || {
@@ -395,8 +403,9 @@ fn criterion_benchmark_is(wanted: &str, beside: Option<&Path>) -> Result<(), Str
              chosen by its path; drop metric.benchmark or read the file in place"
         )
     };
-    let path = beside.ok_or_else(unchecked)?.join("benchmark.json");
-    let text = std::fs::read_to_string(&path).map_err(|_| unchecked())?;
+    let dir = beside.ok_or_else(unchecked)?;
+    let path = dir.join("benchmark.json");
+    let text = beside_file(dir, "benchmark.json").map_err(|_| unchecked())?;
     let doc: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
     let id = |key: &str| doc.get(key).and_then(Value::as_str);

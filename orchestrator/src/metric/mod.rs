@@ -142,6 +142,10 @@ pub struct Reading {
     pub format: &'static str,
 }
 
+/// The largest file read for a metric (a result file, criterion's files beside it): benchmark
+/// tools write kilobytes; a runaway log must not take the controller's memory.
+pub const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+
 /// Reads the metric from a run's output text. `beside` is the directory of the output file,
 /// when it is a file (criterion keeps sample.json beside estimates.json); None for stdout.
 /// Err: why there is no metric, for a person, in one line, naming what WAS there (e.g.

@@ -371,11 +371,15 @@ fn webhook(v: &V, raw: RawWebhook) -> Result<WebhookConfig, ConfigError> {
     for (name, value) in &raw.headers {
         let field = format!("notify.webhook.headers.{name}");
         let name = header_name(v, &field, name, &headers)?;
-        if name == reqwest::header::AUTHORIZATION || name.as_str().contains("token") {
+        if let Some(word) = secret_word(&name) {
             return Err(v.field(
                 &field,
-                "looks like a secret, which is never read from the series file: use \
-                 bearer_token_env, or name an environment variable in headers_env",
+                format!(
+                    "looks like a secret (its name holds {word:?}), which is never read from \
+                     the series file: use bearer_token_env, or name an environment variable in \
+                     headers_env (e.g. headers_env = {{ {} = \"HOOK_SECRET\" }})",
+                    name.as_str()
+                ),
             ));
         }
         let value = HeaderValue::from_str(value).map_err(|_| {
@@ -422,6 +426,27 @@ fn webhook(v: &V, raw: RawWebhook) -> Result<WebhookConfig, ConfigError> {
         timeout: timeout(v, "notify.webhook.timeout_s", raw.timeout_s)?,
         attempts: attempts(v, "notify.webhook.attempts", raw.attempts)?,
     })
+}
+
+/// Words in a header's name that say its value is a secret, whatever the service calls it
+/// (`Authorization`, `Proxy-Authorization`, `X-Auth-Key`, `X-Gitlab-Token`, `X-Api-Key`,
+/// `Cookie`, `X-Client-Secret`, `X-Password`): such a value comes from the environment, never
+/// from the series file (issue 32, finding 7). Header names are lower case here.
+const SECRET_WORDS: [&str; 9] = [
+    "auth",
+    "token",
+    "secret",
+    "passw",
+    "api-key",
+    "apikey",
+    "api_key",
+    "cookie",
+    "credential",
+];
+
+/// The word of [`SECRET_WORDS`] that `name` holds, if any.
+fn secret_word(name: &HeaderName) -> Option<&'static str> {
+    SECRET_WORDS.into_iter().find(|w| name.as_str().contains(w))
 }
 
 /// A header name from the file: valid, not one firstbad sets itself, not given twice.

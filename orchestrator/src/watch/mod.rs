@@ -139,6 +139,8 @@ async fn new_night(
     db: &mut SeriesDb,
     out: &mut Cycle,
 ) -> Result<(), WatchError> {
+    cfg.check_remote()
+        .map_err(|e| WatchError::BadInput(e.to_string()))?;
     let head =
         fetch::fetch(&cfg.repo, &cfg.remote, &cfg.branch, &cfg.ssh).map_err(WatchError::Fetch)?;
     let reference = match db.state.reference.clone() {
