@@ -34,23 +34,8 @@ fn staged_events(state: &Path) -> Vec<(String, String, Option<String>)> {
 #[test]
 fn exported_demo_kernels_then_the_source_between_them_in_one_journal_across_a_kill_9() {
     let dir = tempfile::tempdir().unwrap();
-    let line: Vec<String> = git(
-        demo_tree(),
-        &[
-            "rev-list",
-            "--first-parent",
-            "--reverse",
-            "demo-good..demo-bad",
-        ],
-    )
-    .lines()
-    .map(str::to_owned)
-    .collect();
-    let at = |c: &str| {
-        line.iter()
-            .position(|l| l == c)
-            .expect("on the first-parent line")
-    };
+    let line = first_parent_line();
+    let at = |c: &str| position(&line, c);
     let culprit = commit_by_subject(&demo_fact("culprit_subject"));
     let fix = commit_by_subject(&demo_fact("fix_subject"));
     let (ic, ifix) = (at(&culprit), at(&fix));

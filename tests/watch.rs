@@ -216,23 +216,8 @@ fn a_nightly_series_finds_the_demo_regression_and_hunts_its_culprit() {
     let (webhook, posted) = webhook_receiver();
     let series = series_file(dir.path(), &upstream, smtp.port, webhook);
 
-    let line: Vec<String> = git(
-        demo_tree(),
-        &[
-            "rev-list",
-            "--first-parent",
-            "--reverse",
-            "demo-good..demo-bad",
-        ],
-    )
-    .lines()
-    .map(str::to_owned)
-    .collect();
-    let at = |c: &str| {
-        line.iter()
-            .position(|l| l == c)
-            .expect("on the first-parent line")
-    };
+    let line = first_parent_line();
+    let at = |c: &str| position(&line, c);
     let culprit = commit_by_subject(&demo_fact("culprit_subject"));
     let broken = commit_by_subject(&demo_fact("broken_subject"));
     let fix = commit_by_subject(&demo_fact("fix_subject"));

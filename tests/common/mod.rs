@@ -97,6 +97,30 @@ pub fn commit_by_subject(subject: &str) -> String {
         .unwrap_or_else(|| panic!("no commit {subject:?} in the demo tree"))
 }
 
+/// The demo's first-parent line from demo-good (excluded) to demo-bad, oldest first: the
+/// nights of tests/watch.rs and the kernels tests/chain.rs exports are taken from it.
+pub fn first_parent_line() -> Vec<String> {
+    git(
+        demo_tree(),
+        &[
+            "rev-list",
+            "--first-parent",
+            "--reverse",
+            "demo-good..demo-bad",
+        ],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// Where `commit` stands on `line` ([`first_parent_line`]).
+pub fn position(line: &[String], commit: &str) -> usize {
+    line.iter()
+        .position(|l| l == commit)
+        .unwrap_or_else(|| panic!("{commit} is not on the first-parent line"))
+}
+
 /// The demo's kernel tables, TCG qemu host and fsync workload: every e2e test builds the
 /// same kernels, which the build cache shares between them.
 pub fn kernel_tables() -> String {

@@ -134,47 +134,7 @@ pub(crate) enum Command {
     /// Run firstbad's classifier and search on synthetic noisy histories, next to git bisect,
     /// majority vote, LKP and Pinpoint, and print the comparison table (Markdown), then where
     /// firstbad-run's boots went (per phase) and how often its bisection's verdicts were wrong.
-    Sim {
-        /// Every cell, 1000 replicates each (minutes in release); default: the quick run.
-        #[arg(long)]
-        full: bool,
-        /// Replicates per cell (default 1000 with --full, 100 without).
-        #[arg(long)]
-        replicates: Option<usize>,
-        /// Seed of all random draws: the same seed gives the same table.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`.
-        #[arg(long, value_delimiter = ',')]
-        n: Vec<usize>,
-        /// Only these effects Δ/σ, e.g. `--d 1,2`.
-        #[arg(long, value_delimiter = ',')]
-        d: Vec<f64>,
-        /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst.
-        #[arg(long, value_delimiter = ',')]
-        noise: Vec<String>,
-        /// Only these history shapes: one, none, two.
-        #[arg(long, value_delimiter = ',')]
-        shape: Vec<String>,
-        /// Only these strategies, e.g. `--strategy firstbad,firstbad-run,majority-25`: git-bisect-K,
-        /// majority-K (odd), lkp-gap-K and pinpoint-K take any repeat count K.
-        #[arg(long, value_delimiter = ',', value_parser = sim::strategy_name)]
-        strategy: Vec<String>,
-        /// Boots at equal accuracy: per cell, raise the repeat counts of git bisect, majority
-        /// vote, LKP and Pinpoint until each is as accurate as `firstbad run` on the same
-        /// histories, and print what that costs against firstbad's boots (histories with a
-        /// culprit only).
-        #[arg(long, conflicts_with = "strategy")]
-        matched: bool,
-        /// Nightly detection instead of bisection: firstbad's nightly detector against Otava's
-        /// E-divisive and Perfherder's t-test on simulated nightly series (docs/nightly-detection.md).
-        #[arg(long, conflicts_with_all = ["strategy", "matched"])]
-        nightly: bool,
-        /// Threads to run replicates on (default: one per core). The table is the same
-        /// whatever this is: each replicate draws from its own seed.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        jobs: Option<u32>,
-    },
+    Sim(sim::Args),
 }
 
 /// What `firstbad watch <series>` does besides a cycle.
@@ -288,31 +248,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             None => report::report_cmd(&hunt, Some(format), output),
         },
         Command::Log { hunt } => report::report_cmd(&hunt, None, None),
-        Command::Sim {
-            full,
-            replicates,
-            seed,
-            n,
-            d,
-            noise,
-            shape,
-            strategy,
-            matched,
-            nightly,
-            jobs,
-        } => sim::run(sim::Args {
-            full,
-            replicates,
-            seed,
-            n,
-            d,
-            noise,
-            shape,
-            strategy,
-            matched,
-            nightly,
-            jobs,
-        }),
+        Command::Sim(args) => sim::run(args),
     }
 }
 

@@ -4,18 +4,47 @@
 use firstbad::error::exit_code;
 
 /// The `firstbad sim` arguments.
-pub(super) struct Args {
-    pub(super) full: bool,
-    pub(super) replicates: Option<usize>,
-    pub(super) seed: u64,
-    pub(super) n: Vec<usize>,
-    pub(super) d: Vec<f64>,
-    pub(super) noise: Vec<String>,
-    pub(super) shape: Vec<String>,
-    pub(super) strategy: Vec<String>,
-    pub(super) matched: bool,
-    pub(super) nightly: bool,
-    pub(super) jobs: Option<u32>,
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Every cell, 1000 replicates each (minutes in release); default: the quick run.
+    #[arg(long)]
+    full: bool,
+    /// Replicates per cell (default 1000 with --full, 100 without).
+    #[arg(long)]
+    replicates: Option<usize>,
+    /// Seed of all random draws: the same seed gives the same table.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`.
+    #[arg(long, value_delimiter = ',')]
+    n: Vec<usize>,
+    /// Only these effects Δ/σ, e.g. `--d 1,2`.
+    #[arg(long, value_delimiter = ',')]
+    d: Vec<f64>,
+    /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst.
+    #[arg(long, value_delimiter = ',')]
+    noise: Vec<String>,
+    /// Only these history shapes: one, none, two.
+    #[arg(long, value_delimiter = ',')]
+    shape: Vec<String>,
+    /// Only these strategies, e.g. `--strategy firstbad,firstbad-run,majority-25`: git-bisect-K,
+    /// majority-K (odd), lkp-gap-K and pinpoint-K take any repeat count K.
+    #[arg(long, value_delimiter = ',', value_parser = strategy_name)]
+    strategy: Vec<String>,
+    /// Boots at equal accuracy: per cell, raise the repeat counts of git bisect, majority
+    /// vote, LKP and Pinpoint until each is as accurate as `firstbad run` on the same
+    /// histories, and print what that costs against firstbad's boots (histories with a
+    /// culprit only).
+    #[arg(long, conflicts_with = "strategy")]
+    matched: bool,
+    /// Nightly detection instead of bisection: firstbad's nightly detector against Otava's
+    /// E-divisive and Perfherder's t-test on simulated nightly series (docs/nightly-detection.md).
+    #[arg(long, conflicts_with_all = ["strategy", "matched"])]
+    nightly: bool,
+    /// Threads to run replicates on (default: one per core). The table is the same
+    /// whatever this is: each replicate draws from its own seed.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
 }
 
 /// Prints the table the arguments ask for; the exit code.
