@@ -755,3 +755,120 @@ fn an_output_larger_than_firstbad_reads_is_bad_input_on_the_first_run() {
         assert_eq!(runs, 0, "{extra}: a run was journalled as the commit's");
     }
 }
+
+/// Issue 31 item 1, through the real binary: a regression in two steps (100 → 130 ms at c12,
+/// → 160 ms at c28) gives both culprits in one `firstbad run`, the second hunted as the part
+/// of the regression the first leaves, in stage `step-2` of the same journal. A `kill -9` in
+/// the middle of that stage loses nothing: the rerun takes it up, runs nothing of the first
+/// stage again, and ends with both; `status` and the reports show both steps.
+#[test]
+fn a_regression_in_two_steps_gives_both_culprits_in_one_run_across_a_kill_9() {
+    let values: Vec<&str> = (0..40)
+        .map(|i| match i {
+            0..=11 => "100",
+            12..=27 => "130",
+            _ => "160",
+        })
+        .collect();
+    let r = Repo::with_values(&values, &[]);
+    let hunt = r.hunt("");
+    let h = hunt.display().to_string();
+    let journal = r.path().join("state/journal.sqlite");
+    let stage_events = |stage: &str| -> Vec<Event> {
+        if !journal.exists() {
+            return Vec::new();
+        }
+        let j = Journal::open_read_only(&journal)
+            .expect("journal")
+            .stage(stage);
+        j.events()
+            .map(|v| v.into_iter().map(|e| e.event).collect())
+            .unwrap_or_default()
+    };
+    // First run: killed once the second step's hunt has finished a run or two.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(["run", &h])
+        .env("FIRSTBAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("firstbad runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let finished = stage_events("step-2")
+            .iter()
+            .filter(|e| matches!(e, Event::BootFinished { .. }))
+            .count();
+        if finished >= 2 {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended before its second step had begun: {:?}",
+            stage_events("")
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no second step in 300 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let first_stage = stage_events("").len();
+
+    // The rerun: the first stage has ended, the second is taken up where it was.
+    let (code, out, err) = run(&hunt);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        stage_events("").len(),
+        first_stage,
+        "the first stage ran again: {err}"
+    );
+    let first = out
+        .lines()
+        .find_map(|l| l.strip_prefix("first bad commit: "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the first step's culprit");
+    let second = out
+        .lines()
+        .find_map(|l| l.strip_prefix("first bad commit of step-2 from "))
+        .and_then(|l| l.split_once(": "))
+        .and_then(|(_, l)| l.split_whitespace().next())
+        .expect("the second step's culprit");
+    let mut named = [first, second];
+    named.sort_unstable_by_key(|c| r.ids.iter().position(|id| id.starts_with(c)));
+    assert_eq!(named, [&r.ids[12][..12], &r.ids[28][..12]], "{out}");
+    assert!(
+        out.contains("the regression has more than one step"),
+        "{out}"
+    );
+    assert!(!out.contains("NOT confirmed"), "{out}");
+    // Both steps in the status, the Markdown and the JSON report.
+    let status = firstbad(&["status", &h]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("step 2: the part from"), "{status}");
+    let json = firstbad(&["report", &h, "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let ids = [
+        json["first_bad"]["id"].as_str().unwrap(),
+        json["further_steps"][0]["first_bad"]["id"]
+            .as_str()
+            .unwrap(),
+    ];
+    assert!(
+        ids.contains(&r.ids[12].as_str()) && ids.contains(&r.ids[28].as_str()),
+        "{ids:?}"
+    );
+    let md = firstbad(&["report", &h, "--format", "markdown"]);
+    assert!(
+        String::from_utf8_lossy(&md.stdout).contains("# Step 2: the part of the regression"),
+        "{md:?}"
+    );
+    // An ended run answers from its journal, both steps, and runs nothing.
+    let events = stage_events("step-2").len();
+    let (code, again, _) = run(&hunt);
+    assert_eq!((code, again.as_str()), (0, out.as_str()));
+    assert_eq!(stage_events("step-2").len(), events);
+}

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use firstbad::config::{HuntConfig, HuntFile};
 use firstbad::error::exit_code;
 use firstbad::history::{CommitInfo, History};
-use firstbad::hunt::{journal_path, HuntState};
+use firstbad::hunt::{self, journal_path, HuntState};
 use firstbad::journal::Journal;
 use firstbad::report::Commits;
 use std::path::{Path, PathBuf};
@@ -307,6 +307,56 @@ fn open_state(
         return Ok(None);
     };
     Ok(Some((id, HuntState::replay(&j.events()?))))
+}
+
+/// A further step's stage of a run: its number, identity, journal entries and state.
+type StepStage = (
+    usize,
+    firstbad::journal::HuntIdentity,
+    Vec<firstbad::journal::Entry>,
+    HuntState,
+);
+
+/// The further steps' stages of a run in `state_dir` (`step-2`, `step-3`, …, as far as they
+/// have begun).
+fn step_stages(state_dir: &Path) -> anyhow::Result<Vec<StepStage>> {
+    let path = journal_path(state_dir);
+    let mut out = Vec::new();
+    if !path.exists() {
+        return Ok(out);
+    }
+    for n in 2.. {
+        let j = Journal::open_read_only(&path)?.stage(&hunt::steps::stage(n));
+        let Some(id) = j.identity()? else { break };
+        let entries = j.events()?;
+        let state = HuntState::replay(&entries);
+        out.push((n, id, entries, state));
+    }
+    Ok(out)
+}
+
+/// Whether the run whose first stage is `first` (identity and state) and whose further steps
+/// are `steps` has hunted every part of its regression, up to `max_culprits`: its last step
+/// has ended, and left nothing more to hunt.
+fn run_ended(
+    first: (&firstbad::journal::HuntIdentity, &HuntState),
+    steps: &[StepStage],
+    max_culprits: u32,
+) -> bool {
+    let rest = |id: &firstbad::journal::HuntIdentity, s: &HuntState, span| {
+        s.end.clone().map(|end| {
+            hunt::Outcome::of(end, s.confirmation.clone()).rest((&id.good, &id.bad), span)
+        })
+    };
+    let Some(first_rest) = rest(first.0, first.1, hunt::steps::WHOLE) else {
+        return false;
+    };
+    hunt::steps::Steps::new(max_culprits as usize, first_rest).all_hunted(|n, part| {
+        steps
+            .iter()
+            .find(|(k, ..)| *k == n)
+            .and_then(|(_, id, _, s)| rest(id, s, part.span))
+    })
 }
 
 /// Writes a report to `output`, or prints it.

@@ -1,7 +1,7 @@
 //! `firstbad report` and `firstbad log`: every format from one report model; a chained hunt's
 //! two stages in one report where the format holds two.
 
-use super::{chain_of, load_file, open_state, report_context, write_or_print, Format};
+use super::{chain_of, load_file, open_state, report_context, step_stages, write_or_print, Format};
 use firstbad::config::{HuntFile, LocalConfig};
 use firstbad::error::exit_code;
 use firstbad::hunt::{self, journal_path, HuntState};
@@ -37,6 +37,7 @@ pub(super) fn report_cmd(
         return Ok(exit_code::BAD_INPUT);
     };
     let text = render(&ctx, repo, &id, &state, format);
+    let text = with_steps(text, &ctx, repo, state_dir, format)?;
     let source = match chain_of(&file) {
         Some(chain) => open_state(state_dir, hunt::chain::SOURCE_STAGE)?
             .map(|(sid, sstate)| render(&ctx, &chain.repo, &sid, &sstate, format)),
@@ -61,6 +62,54 @@ pub(super) fn report_cmd(
         None | Some(Format::Email) | Some(Format::Html) => source,
     };
     write_or_print(&text, output)
+}
+
+/// `text`, the report of a run's first stage, with those of its further steps (a regression of
+/// several, issue 31): a section each in Markdown, a `further_steps` list in JSON. The bisect
+/// log stays the first stage's (the log of its verdicts, which git replays over its range);
+/// email and HTML, one page for one culprit, say where the other reports are.
+fn with_steps(
+    text: String,
+    ctx: &report::Context,
+    repo: &Path,
+    state_dir: &Path,
+    format: Option<Format>,
+) -> anyhow::Result<String> {
+    let steps = step_stages(state_dir)?;
+    if steps.is_empty() {
+        return Ok(text);
+    }
+    let mut text = text;
+    match format {
+        Some(Format::Markdown) => {
+            for (n, id, _, state) in &steps {
+                text += &format!(
+                    "\n# Step {n}: the part of the regression from {} to {}\n\n{}",
+                    hunt::short(&id.good),
+                    hunt::short(&id.bad),
+                    render(ctx, repo, id, state, format)
+                );
+            }
+        }
+        Some(Format::Json) => {
+            let mut whole: serde_json::Value = serde_json::from_str(&text)?;
+            let further = steps
+                .iter()
+                .map(|(_, id, _, state)| {
+                    serde_json::from_str(&render(ctx, repo, id, state, format))
+                })
+                .collect::<Result<Vec<serde_json::Value>, _>>()?;
+            whole["further_steps"] = serde_json::Value::Array(further);
+            text = serde_json::to_string_pretty(&whole)? + "\n";
+        }
+        None => {}
+        Some(Format::Email) | Some(Format::Html) => eprintln!(
+            "firstbad: this run found {} further step(s) of the regression; this report is the \
+             first step's: `--format markdown` or `json` has every step",
+            steps.len()
+        ),
+    }
+    Ok(text)
 }
 
 /// A measured hunt's report in `format` (the bisect log for `None`).

@@ -67,23 +67,7 @@ pub(super) fn print_outcome(
             let commits = RepoCommits(history);
             match &outcome.end {
                 HuntEnd::Found { commit } => {
-                    let subject = commits.info(commit).map(|c| c.subject).unwrap_or_default();
-                    println!(
-                        "first bad commit: {} {}",
-                        short(commit),
-                        firstbad::report::text::one_line(&subject)
-                    );
-                    if let Some(c) = &outcome.confirmation {
-                        println!(
-                            "{}: {}",
-                            if c.confirmed {
-                                "confirmed"
-                            } else {
-                                "NOT confirmed"
-                            },
-                            c.summary
-                        );
-                    }
+                    print_found("first bad commit", commit, &outcome, &commits);
                 }
                 HuntEnd::OnlySkippedLeft { commits: c } => {
                     println!("only skipped commits left; the first bad commit is one of:");
@@ -102,6 +86,7 @@ pub(super) fn print_outcome(
                     println!("measured: {summary}");
                 }
             }
+            print_steps(&outcome, &commits);
             if !matches!(
                 outcome.end,
                 HuntEnd::Reproduced { .. } | HuntEnd::Measured { .. }
@@ -120,6 +105,94 @@ pub(super) fn print_outcome(
             }
             e.exit_code()
         }
+    }
+}
+
+/// "`what`: <commit> <subject>", the confirmation's verdict and figures, and the step's share of
+/// the range it was hunted in.
+fn print_found(what: &str, commit: &str, outcome: &hunt::Outcome, commits: &RepoCommits) {
+    let subject = commits.info(commit).map(|c| c.subject).unwrap_or_default();
+    println!(
+        "{what}: {} {}",
+        short(commit),
+        firstbad::report::text::one_line(&subject)
+    );
+    if let Some(c) = &outcome.confirmation {
+        println!(
+            "{}: {}",
+            if c.confirmed {
+                "confirmed"
+            } else {
+                "NOT confirmed"
+            },
+            c.summary
+        );
+    }
+}
+
+/// The further steps of a regression of several (issue 31 item 1): each part hunted, what it
+/// found, and the parts left past `classify.max_culprits`.
+fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
+    if outcome.steps.is_empty() && outcome.unexplained.is_empty() {
+        return;
+    }
+    // A step's share of its own part, as a share of the whole regression: the part's span
+    // comes from the levels of the steps that left it, whose own intervals are not carried.
+    let share = |o: &hunt::Outcome, span: (f64, f64)| {
+        o.confirmation.as_ref().and_then(|c| c.levels).map(|l| {
+            let s = l.share();
+            let whole = |x: f64| 100.0 * hunt::steps::of_whole(span, x);
+            format!(
+                "{:.0}% of the whole regression ({}{:.0}-{:.0}% by the re-test's interval)",
+                whole(s.level),
+                if span == hunt::steps::WHOLE {
+                    ""
+                } else {
+                    "about; "
+                },
+                whole(s.lo.max(0.0)),
+                whole(s.hi)
+            )
+        })
+    };
+    if let Some(s) = share(outcome, hunt::steps::WHOLE) {
+        println!("the regression has more than one step: the first found is {s}");
+    }
+    for step in &outcome.steps {
+        let part = format!(
+            "{} from {} to {}",
+            step.stage,
+            short(&step.part.good),
+            short(&step.part.bad)
+        );
+        match &step.outcome.end {
+            HuntEnd::Found { commit } => {
+                print_found(
+                    &format!("first bad commit of {part}"),
+                    commit,
+                    &step.outcome,
+                    commits,
+                );
+                if let Some(s) = share(&step.outcome, step.part.span) {
+                    println!("  its share: {s}");
+                }
+            }
+            HuntEnd::OnlySkippedLeft { commits: c } => println!(
+                "{part}: only skipped commits left; the first bad commit is one of {}",
+                c.iter().map(|c| short(c)).collect::<Vec<_>>().join(", ")
+            ),
+            HuntEnd::NotReproduced { message } => {
+                println!("{part}: no further regression there: {message}")
+            }
+            HuntEnd::Reproduced { .. } | HuntEnd::Measured { .. } => {}
+        }
+    }
+    for part in &outcome.unexplained {
+        println!(
+            "not hunted (classify.max_culprits reached): the part from {} to {}",
+            short(&part.good),
+            short(&part.bad)
+        );
     }
 }
 

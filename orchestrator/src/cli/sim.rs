@@ -132,9 +132,10 @@ fn sim_matched(
     let mut rows = Vec::new();
     // On no-culprit histories "as accurate" means naming nothing, which a strategy that never
     // names a commit does best: those cells are left out.
-    let kept = sim::cells(full)
+    let kept = filter
+        .cells(full)
         .into_iter()
-        .filter(|c| filter.keeps_cell(c) && c.shape != sim::Shape::NoCulprit);
+        .filter(|c| c.shape != sim::Shape::NoCulprit);
     for cell in kept {
         let m = sim::matched(&cell, reps, seed, jobs, |r| {
             eprintln!(

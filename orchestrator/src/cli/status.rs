@@ -1,7 +1,7 @@
 //! `firstbad status`: where a hunt is, from its journal, safe while it runs; `--follow`
 //! refreshes it until the hunt ends.
 
-use super::{chain_of, load_file};
+use super::{chain_of, load_file, run_ended, step_stages};
 use firstbad::config::HuntFile;
 use firstbad::error::exit_code;
 use firstbad::hunt::{self, journal_path, HuntState};
@@ -41,44 +41,38 @@ pub(super) fn run(hunt: &Path, follow: bool, interval: u64) -> anyhow::Result<u8
                 if follow && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
                     print!("\x1b[2J\x1b[H");
                 }
-                match &file {
-                    HuntFile::Kernel(cfg) => {
-                        print!("{}", report::status::render(cfg, &id, &entries, now));
-                        // A chained hunt in its source stage: that stage too.
-                        if let Some(chain) = chain_of(&file) {
-                            let j =
-                                Journal::open_read_only(&path)?.stage(hunt::chain::SOURCE_STAGE);
-                            if let Some(sid) = j.identity()? {
-                                let source = hunt::chain::source_config(cfg, chain);
-                                println!("\nsource stage ({}):", chain.repo.display());
-                                let entries = j.events()?;
-                                print!("{}", report::status::render(&source, &sid, &entries, now));
-                                // Followed until the source stage ends.
-                                if HuntState::replay(&entries).end.is_none() && follow {
-                                    std::thread::sleep(std::time::Duration::from_secs(
-                                        interval.max(1),
-                                    ));
-                                    continue;
-                                }
-                            }
+                print!("{}", render(&file, &id, &entries, now));
+                // A chained hunt in its source stage: that stage too.
+                if let (HuntFile::Kernel(cfg), Some(chain)) = (&file, chain_of(&file)) {
+                    let j = Journal::open_read_only(&path)?.stage(hunt::chain::SOURCE_STAGE);
+                    if let Some(sid) = j.identity()? {
+                        let source = hunt::chain::source_config(cfg, chain);
+                        println!("\nsource stage ({}):", chain.repo.display());
+                        let entries = j.events()?;
+                        print!("{}", report::status::render(&source, &sid, &entries, now));
+                        // Followed until the source stage ends.
+                        if HuntState::replay(&entries).end.is_none() && follow {
+                            std::thread::sleep(std::time::Duration::from_secs(interval.max(1)));
+                            continue;
                         }
                     }
-                    HuntFile::Local(cfg) => match &cfg.test.measure {
-                        Some(m) => {
-                            let view = report::status::Hunt {
-                                name: &cfg.name,
-                                repo: &cfg.repo,
-                                hosts: (0..cfg.test.jobs).map(|j| format!("job{j}")).collect(),
-                                classify: &m.classify,
-                            };
-                            print!("{}", report::status::render_hunt(&view, &id, &entries, now))
-                        }
-                        None => {
-                            print!("{}", report::local::status(cfg, &id, &entries, now))
-                        }
-                    },
                 }
-                HuntState::replay(&entries).end.is_some()
+                // The further steps of a regression of several, each a stage of its own.
+                let steps = step_stages(file.state_dir())?;
+                for (n, sid, entries, _) in &steps {
+                    println!(
+                        "\nstep {n}: the part from {} to {}:",
+                        hunt::short(&sid.good),
+                        hunt::short(&sid.bad)
+                    );
+                    print!("{}", render(&file, sid, entries, now));
+                }
+                // Followed until the last part of the regression is hunted.
+                run_ended(
+                    (&id, &HuntState::replay(&entries)),
+                    &steps,
+                    file.max_culprits(),
+                )
             }
         };
         if !follow || ended {
@@ -88,5 +82,29 @@ pub(super) fn run(hunt: &Path, follow: bool, interval: u64) -> anyhow::Result<u8
             println!("---");
         }
         std::thread::sleep(std::time::Duration::from_secs(interval.max(1)));
+    }
+}
+
+/// The status of one stage of `file`'s journal: its `id` and `entries`, at `now`.
+fn render(
+    file: &HuntFile,
+    id: &firstbad::journal::HuntIdentity,
+    entries: &[firstbad::journal::Entry],
+    now: i64,
+) -> String {
+    match file {
+        HuntFile::Kernel(cfg) => report::status::render(cfg, id, entries, now),
+        HuntFile::Local(cfg) => match &cfg.test.measure {
+            Some(m) => {
+                let view = report::status::Hunt {
+                    name: &cfg.name,
+                    repo: &cfg.repo,
+                    hosts: (0..cfg.test.jobs).map(|j| format!("job{j}")).collect(),
+                    classify: &m.classify,
+                };
+                report::status::render_hunt(&view, id, entries, now)
+            }
+            None => report::local::status(cfg, id, entries, now),
+        },
     }
 }

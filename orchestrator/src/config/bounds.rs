@@ -546,6 +546,14 @@ pub const CLASSIFY_CONFIRM_MAX_PAIRS: Bound = int(
     8,
     "re-test rounds at most while the re-test cannot yet decide; below confirm_pairs: none",
 );
+/// `[classify] max_culprits`.
+pub const CLASSIFY_MAX_CULPRITS: Bound = int(
+    "classify.max_culprits",
+    1,
+    16,
+    3,
+    "steps of one regression a run hunts (bug 12309 had two); 1: the first found only",
+);
 /// `[classify] refine_boots`.
 pub const CLASSIFY_REFINE_BOOTS: Bound = int(
     "classify.refine_boots",
@@ -651,6 +659,7 @@ pub const BOUNDS: &[Bound] = &[
     CLASSIFY_DRIFT_LASTS_MINUTES,
     CLASSIFY_CONFIRM_PAIRS,
     CLASSIFY_CONFIRM_MAX_PAIRS,
+    CLASSIFY_MAX_CULPRITS,
     CLASSIFY_REFINE_BOOTS,
     CLASSIFY_MAX_BASELINE_BOOTS,
     TEST_TIMEOUT_S,

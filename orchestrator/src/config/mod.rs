@@ -93,6 +93,20 @@ impl HuntFile {
             HuntFile::Local(c) => &c.repo,
         }
     }
+
+    /// Steps of one regression its run hunts ([`ClassifyConfig::max_culprits`]): 1 for the
+    /// hunts that hunt one (prebuilt kernels, exit-status command hunts).
+    pub fn max_culprits(&self) -> u32 {
+        match self {
+            HuntFile::Kernel(c) if c.build.prebuilt().is_none() => c.classify.max_culprits,
+            HuntFile::Local(c) => c
+                .test
+                .measure
+                .as_ref()
+                .map_or(1, |m| m.classify.max_culprits),
+            HuntFile::Kernel(_) => 1,
+        }
+    }
 }
 
 /// A validated local command hunt: `[hunt]` and `[test]`, no kernel.
@@ -520,6 +534,10 @@ pub struct ClassifyConfig {
     pub refine_boots: u32,
     /// Boots of each endpoint at the baselines' last look, where they decide.
     pub max_baseline_boots: u32,
+    /// Steps of one regression a run hunts: when the re-test puts part of the regression
+    /// before the culprit's parent or after the culprit, that part is hunted next, in the
+    /// same run and journal ([`crate::hunt::steps`]), up to this many culprits in all.
+    pub max_culprits: u32,
 }
 
 impl ClassifyConfig {

@@ -252,4 +252,5 @@ pub(super) struct RawClassify {
     pub(super) confirm_max_pairs: Option<i64>,
     pub(super) refine_boots: Option<i64>,
     pub(super) max_baseline_boots: Option<i64>,
+    pub(super) max_culprits: Option<i64>,
 }

@@ -1037,6 +1037,9 @@ fn classify(v: &Validator, c: RawClassify) -> Result<ClassifyConfig, ConfigError
             None,
             c.max_baseline_boots,
         )?,
+        // Bug 12309 had two first-bad commits; three leaves room for one more without a run
+        // hunting a fourth part that the re-test's intervals placed on noise.
+        max_culprits: v.int(&bounds::CLASSIFY_MAX_CULPRITS, None, c.max_culprits)?,
     };
     if classify.min_boots > classify.max_boots {
         return Err(v.field(

@@ -192,7 +192,7 @@ pub enum Host {
     Qemu(qemu::QemuHost),
     /// A machine reached over SSH.
     Ssh(Box<ssh::SshHost>),
-    /// A LAVA farm: several boots at once, each a job ([`Host::farm`]).
+    /// A LAVA farm: several boots at once, each a job ([`lava::Farm`]).
     Lava(std::sync::Arc<lava::LavaHost>),
 }
 

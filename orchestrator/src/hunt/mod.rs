@@ -16,6 +16,7 @@ pub mod phases;
 pub mod prelude;
 pub mod state;
 pub mod state_dir;
+pub mod steps;
 pub mod summary;
 
 pub use prelude::{apply_replay, begin_or_resume, HuntRange};
@@ -181,13 +182,120 @@ pub fn is_commit_id(id: &str) -> bool {
 }
 
 /// What `firstbad run` ended with.
+#[derive(Debug, Clone)]
 pub struct Outcome {
     /// How the hunt ended.
     pub end: HuntEnd,
     /// The final re-test of a found culprit, and the confidence stated for it.
     pub confirmation: Option<Confirmation>,
-    /// The process exit code for it.
+    /// The process exit code for it: with further steps, 0 only when every step is confirmed.
     pub exit_code: u8,
+    /// The further steps of a regression of several, in the order they were hunted
+    /// ([`steps`]); empty for one.
+    pub steps: Vec<FurtherStep>,
+    /// Parts of the regression left unhunted once `classify.max_culprits` steps were.
+    pub unexplained: Vec<steps::Rest>,
+}
+
+impl Outcome {
+    /// The outcome of one stage that ended with `end`.
+    pub fn of(end: HuntEnd, confirmation: Option<Confirmation>) -> Outcome {
+        Outcome {
+            exit_code: end_code(&end, confirmation.as_ref()),
+            end,
+            confirmation,
+            steps: Vec::new(),
+            unexplained: Vec::new(),
+        }
+    }
+
+    /// The parts of the range from `good` to `bad` (at `span` of the whole regression) that
+    /// this stage's culprit leaves unexplained, by its re-test's levels ([`steps::rest_of`]).
+    pub fn rest(&self, ends: (&str, &str), span: (f64, f64)) -> Vec<steps::Rest> {
+        match (&self.end, &self.confirmation) {
+            (HuntEnd::Found { commit }, Some(c)) => c.levels.as_ref().map_or_else(Vec::new, |l| {
+                steps::rest_of(ends, span, &c.parent, commit, l)
+            }),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The further steps to hunt after this, the first stage's outcome over the range from
+    /// `good` to `bad`: [`steps::Steps::next_part`] names each; [`Outcome::add_step`] takes its
+    /// outcome, [`Outcome::end_steps`] ends the run. The kernel and the command hunts' runs
+    /// and the simulator go through these alike.
+    pub fn steps_plan(&self, good: &str, bad: &str, max_culprits: u32) -> steps::Steps {
+        steps::Steps::new(max_culprits as usize, self.rest((good, bad), steps::WHOLE))
+    }
+
+    /// The outcome of step `n`'s hunt of `part`; what it leaves goes into `plan`.
+    pub fn add_step(
+        &mut self,
+        plan: &mut steps::Steps,
+        n: usize,
+        part: steps::Rest,
+        outcome: Outcome,
+    ) {
+        plan.left(outcome.rest((&part.good, &part.bad), part.span));
+        self.steps.push(FurtherStep {
+            stage: steps::stage(n),
+            part,
+            outcome,
+        });
+    }
+
+    /// Every step hunted: the parts past the cap, and the run's exit code ([`steps_code`]).
+    pub fn end_steps(mut self, plan: steps::Steps) -> Outcome {
+        self.unexplained = plan.past_cap;
+        self.exit_code = steps_code(self.exit_code, &self.steps, &self.unexplained);
+        self
+    }
+}
+
+/// Says that a part of the regression is hunted next, and where.
+pub fn log_step(n: usize, part: &steps::Rest) {
+    tracing::info!(
+        "part of the regression lies {} the culprit: hunting it from {} to {} ({})",
+        match part.side {
+            steps::Side::Before => "before",
+            steps::Side::After => "after",
+        },
+        short(&part.good),
+        short(&part.bad),
+        steps::stage(n)
+    );
+}
+
+/// A further step of a regression, hunted in the same run ([`steps`]).
+#[derive(Debug, Clone)]
+pub struct FurtherStep {
+    /// Its journal stage (`step-2`, …).
+    pub stage: String,
+    /// The part of the regression it hunted.
+    pub part: steps::Rest,
+    /// How its hunt ended.
+    pub outcome: Outcome,
+}
+
+/// The exit code of a run whose first stage ended with `first` and went on with `further`
+/// steps, leaving `unexplained` parts past the cap: the first stage's unless it is 0; then 4
+/// (ambiguous) when a further step was found and not confirmed, ended among skipped commits,
+/// or a part was left unhunted. A part whose own baselines did not reproduce is not there.
+pub fn steps_code(first: u8, further: &[FurtherStep], unexplained: &[steps::Rest]) -> u8 {
+    if first != exit_code::OK {
+        return first;
+    }
+    let open = further.iter().any(|s| {
+        matches!(
+            s.outcome.end,
+            HuntEnd::Found { .. } | HuntEnd::OnlySkippedLeft { .. }
+        ) && s.outcome.exit_code != exit_code::OK
+    });
+    if open || !unexplained.is_empty() {
+        exit_code::AMBIGUOUS
+    } else {
+        exit_code::OK
+    }
 }
 
 /// Runs (or resumes) a hunt to its end.
@@ -204,6 +312,7 @@ pub async fn run_with(
     restore: &[String],
 ) -> Result<Outcome, HuntError> {
     let (range, kernels) = candidates(cfg)?;
+    let ends = (range.goods[0].clone(), range.bad.clone());
     let run = Run {
         stage: "",
         state_dir: &cfg.state_dir,
@@ -215,6 +324,9 @@ pub async fn run_with(
         restore,
     };
     let first = engine(cfg, range, &kernels, run).await?;
+    if cfg.build.prebuilt().is_none() {
+        return further_steps(cfg, first, &ends, restore).await;
+    }
     match cfg.build.prebuilt().and_then(|p| p.chain.as_ref()) {
         // Only a confirmed first bad kernel is narrowed: an unconfirmed one may be the wrong
         // pair of kernels to build the source between.
@@ -226,6 +338,43 @@ pub async fn run_with(
         }
         _ => Ok(first),
     }
+}
+
+/// The parts of the regression that the first stage's culprit leaves (from `good` to `bad`, its
+/// range's ends), hunted one after the other in stages of the same journal ([`steps`]), each
+/// from its own baselines; `first` with them.
+async fn further_steps(
+    cfg: &HuntConfig,
+    mut first: Outcome,
+    (good, bad): &(String, String),
+    restore: &[String],
+) -> Result<Outcome, HuntError> {
+    let mut plan = first.steps_plan(good, bad, cfg.classify.max_culprits);
+    while let Some((n, part)) = plan.next_part() {
+        log_step(n, &part);
+        let stage = steps::stage(n);
+        let range = HuntRange::load(
+            &cfg.source,
+            &cfg.repo,
+            std::slice::from_ref(&part.good),
+            &part.bad,
+            &cfg.paths,
+            cfg.first_parent,
+        )?;
+        let run = Run {
+            stage: &stage,
+            state_dir: &cfg.state_dir,
+            classify: cfg.classify.clone(),
+            stop_at_baselines: false,
+            pairs: None,
+            budget: None,
+            replay: None,
+            restore,
+        };
+        let outcome = engine(cfg, range, &[], run).await?;
+        first.add_step(&mut plan, n, part, outcome);
+    }
+    Ok(first.end_steps(plan))
 }
 
 /// `firstbad watch`'s automatic hunt: [`run`] that stops once it has spent `budget` boots
@@ -414,11 +563,7 @@ async fn engine(
     // reads them.
     crate::exec::left_over(&state, &hosts).await;
     state_dir::confirm_saved(&journal, &end)?;
-    Ok(Outcome {
-        exit_code: end_code(&end, state.confirmation.as_ref()),
-        end,
-        confirmation: state.confirmation.clone(),
-    })
+    Ok(Outcome::of(end, state.confirmation.clone()))
 }
 
 /// A kernel hunt's range: the git range of `hunt.repo`, or a prebuilt hunt's list of kernels
@@ -611,6 +756,7 @@ pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
             c.drift_lasts_minutes.to_string(),
         ),
         ("classify.confidence".into(), c.confidence.to_string()),
+        ("classify.max_culprits".into(), c.max_culprits.to_string()),
     ])
 }
 

@@ -54,14 +54,16 @@ pub fn partial_summary(
     if r.after {
         s += &format!(
             "; the culprit is short of bad: more of the regression may come after it \
-             (hunt again with good = {})",
+             (the part from {} to bad: a run over git revisions hunts it next, up to \
+             classify.max_culprits steps)",
             short(culprit_id)
         );
     }
     if r.before {
         s += &format!(
             "; the parent is already worse than good: some of the regression may come before \
-             it (hunt again with bad = {})",
+             it (the part from good to {}: a run over git revisions hunts it next, up to \
+             classify.max_culprits steps)",
             short(parent_id)
         );
     }
@@ -281,7 +283,8 @@ mod tests {
         assert!(
             first_half.ends_with(
                 "; the culprit is short of bad: more of the regression may come after it \
-                 (hunt again with good = 222222222222)"
+                 (the part from 222222222222 to bad: a run over git revisions hunts it next, \
+                 up to classify.max_culprits steps)"
             ),
             "{first_half}"
         );
@@ -291,7 +294,8 @@ mod tests {
         assert!(
             second_half.ends_with(
                 "; the parent is already worse than good: some of the regression may come \
-                 before it (hunt again with bad = 111111111111)"
+                 before it (the part from good to 111111111111: a run over git revisions hunts \
+                 it next, up to classify.max_culprits steps)"
             ),
             "{second_half}"
         );

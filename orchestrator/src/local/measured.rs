@@ -42,7 +42,8 @@ const MAX_OUTPUT_BYTES: u64 = crate::metric::MAX_OUTPUT_BYTES;
 /// Lines of a failed run's or build's output kept in the journal.
 const FAILED_LINES: usize = 5;
 
-/// Runs (or resumes) a metric command hunt to its end.
+/// Runs (or resumes) a metric command hunt to its end, then each further step of a
+/// regression of several in stages of the same journal ([`crate::hunt::steps`]).
 pub fn run(
     cfg: &LocalConfig,
     m: &MeasureConfig,
@@ -56,15 +57,52 @@ pub fn run(
         &cfg.paths,
         cfg.first_parent,
     )?;
-    engine(
+    let (good, bad) = (range.goods[0].clone(), range.bad.clone());
+    let mut first = engine(
         cfg,
         m,
         range,
-        &cfg.state_dir,
+        Stage::of("", &cfg.state_dir),
         m.classify.clone(),
         false,
         replay,
-    )
+    )?;
+    let mut plan = first.steps_plan(&good, &bad, m.classify.max_culprits);
+    while let Some((n, part)) = plan.next_part() {
+        crate::hunt::log_step(n, &part);
+        let range = HuntRange::load(
+            &cfg.source,
+            &cfg.repo,
+            std::slice::from_ref(&part.good),
+            &part.bad,
+            &cfg.paths,
+            cfg.first_parent,
+        )?;
+        let stage = crate::hunt::steps::stage(n);
+        let outcome = engine(
+            cfg,
+            m,
+            range,
+            Stage::of(&stage, &cfg.state_dir),
+            m.classify.clone(),
+            false,
+            None,
+        )?;
+        first.add_step(&mut plan, n, part, outcome);
+    }
+    Ok(first.end_steps(plan))
+}
+
+/// Where one run of the engine journals: a stage of a state directory's journal.
+struct Stage<'a> {
+    name: &'a str,
+    dir: &'a Path,
+}
+
+impl<'a> Stage<'a> {
+    fn of(name: &'a str, dir: &'a Path) -> Stage<'a> {
+        Stage { name, dir }
+    }
 }
 
 /// `firstbad reproduce` of a metric command hunt: good and bad run, interleaved, until the
@@ -77,7 +115,7 @@ pub fn reproduce(cfg: &LocalConfig, m: &MeasureConfig) -> Result<Outcome, HuntEr
         ..m.classify.clone()
     };
     let dir = crate::hunt::reproduce_dir(&cfg.state_dir);
-    engine(cfg, m, range, &dir, classify, true, None)
+    engine(cfg, m, range, Stage::of("", &dir), classify, true, None)
 }
 
 /// Runs the engine on a metric command hunt's `range`, in `state_dir`, to its end.
@@ -85,11 +123,12 @@ fn engine(
     cfg: &LocalConfig,
     m: &MeasureConfig,
     range: HuntRange,
-    state_dir: &Path,
+    stage: Stage<'_>,
     classify: crate::config::ClassifyConfig,
     stop_at_baselines: bool,
     replay: Option<&Path>,
 ) -> Result<Outcome, HuntError> {
+    let state_dir = stage.dir;
     let mut meaning = range.meaning();
     meaning.insert("test.command".into(), cfg.test.command.clone());
     meaning.insert("test.build".into(), m.build.clone().unwrap_or_default());
@@ -105,7 +144,7 @@ fn engine(
     let mut tuning = crate::hunt::tuning(&classify);
     tuning.insert("test.jobs".into(), cfg.test.jobs.to_string());
     let (_lock, journal, mut state) =
-        match open_hunt(state_dir, "", &range, meaning, tuning, replay)? {
+        match open_hunt(state_dir, stage.name, &range, meaning, tuning, replay)? {
             Opened::Ended(outcome) => return Ok(outcome),
             Opened::Run {
                 lock,
@@ -174,11 +213,7 @@ fn engine(
         tracing::info_span!("hunt", name = %cfg.name),
     ))?;
     crate::hunt::state_dir::confirm_saved(&journal, &end)?;
-    Ok(Outcome {
-        exit_code: crate::hunt::end_code(&end, state.confirmation.as_ref()),
-        end,
-        confirmation: state.confirmation.clone(),
-    })
+    Ok(Outcome::of(end, state.confirmation.clone()))
 }
 
 /// Checks each candidate out into a tree of its own and builds it there (shared with the

@@ -157,11 +157,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         started_at.elapsed().as_secs_f64(),
         rounds(&journal.events()?)
     );
-    Ok(Outcome {
-        exit_code: crate::hunt::end_code(&end, None),
-        end,
-        confirmation: None,
-    })
+    Ok(Outcome::of(end, None))
 }
 
 /// A command hunt builds nothing before its command runs (the command builds if it must).

@@ -59,6 +59,10 @@ pub struct CellResult {
     /// were wrong, against the sequential test's nominal alpha and beta (None for other
     /// strategies, or when it gave none).
     pub verdicts_wrong: Option<f64>,
+    /// Share that named every step and nothing else (the named commits are the history's
+    /// culprits; none for a history without): a strategy that names one commit cannot do it
+    /// on two culprits (issue 31 item 1).
+    pub every_step: f64,
 }
 
 pub(super) fn p95(mut v: Vec<f64>) -> f64 {
@@ -73,6 +77,8 @@ pub(super) struct Replicate {
     outcome: Outcome,
     /// The named commit is a true culprit.
     right: bool,
+    /// The named commits are exactly the true culprits.
+    every_step: bool,
     boots: usize,
     builds: usize,
     by_phase: [usize; PHASES.len()],
@@ -84,6 +90,12 @@ pub(super) fn replicate(strategy: Strategy, cell: &Cell, seed: u64) -> Replicate
     let (outcome, w) = run_one(strategy, cell, seed);
     Replicate {
         right: outcome.culprit.is_some_and(|c| w.culprits.contains(&c)),
+        every_step: {
+            let mut named = outcome.culprits.clone();
+            named.sort_unstable();
+            named.dedup();
+            named == w.culprits
+        },
         outcome,
         boots: w.boots,
         builds: w.builds,
@@ -190,7 +202,7 @@ pub(super) fn run_cell_sampled(
     let seeds: Vec<u64> = (0..replicates)
         .map(|r| seed ^ cell_key ^ (r as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
         .collect();
-    let (mut right, mut wrong, mut none) = (0usize, 0usize, 0usize);
+    let (mut right, mut wrong, mut none, mut every) = (0usize, 0usize, 0usize, 0usize);
     let mut builds = Vec::new();
     let mut by_phase = [0usize; PHASES.len()];
     let mut verdicts = [0usize; 2];
@@ -205,6 +217,7 @@ pub(super) fn run_cell_sampled(
         // none named.
         let counted = x.right || (o.culprit.is_none() && cell.shape == Shape::NoCulprit);
         right += usize::from(counted);
+        every += usize::from(x.every_step);
         samples.push(Sample {
             right: counted,
             boots: x.boots,
@@ -268,6 +281,7 @@ pub(super) fn run_cell_sampled(
             Strategy::FirstbadRun | Strategy::FirstbadRunBoundary
         ) && verdicts[0] > 0)
             .then(|| verdicts[1] as f64 / verdicts[0] as f64),
+        every_step: f(every),
     };
     (result, samples)
 }
@@ -363,6 +377,37 @@ impl Filter {
             && any(&self.d, |&d| d == cell.d)
             && any(&self.noise, |x| x == cell.noise.name())
             && any(&self.shape, |x| x == cell.shape.name())
+    }
+
+    /// The cells of a run: every combination of the four lists when all four are given
+    /// (`--n 64 --d 4 --noise burst --shape two` asks for that cell, whether or not the
+    /// published tables have it), else the quick or full run's cells that pass them.
+    pub fn cells(&self, full: bool) -> Vec<Cell> {
+        let noises: Vec<Noise> = Noise::ALL
+            .into_iter()
+            .filter(|n| self.noise.iter().any(|x| x == n.name()))
+            .collect();
+        let shapes: Vec<Shape> = Shape::ALL
+            .into_iter()
+            .filter(|s| self.shape.iter().any(|x| x == s.name()))
+            .collect();
+        if self.n.is_empty() || self.d.is_empty() || noises.is_empty() || shapes.is_empty() {
+            return cells(full)
+                .into_iter()
+                .filter(|c| self.keeps_cell(c))
+                .collect();
+        }
+        let mut v = Vec::new();
+        for &shape in &shapes {
+            for &noise in &noises {
+                for &n in &self.n {
+                    for &d in &self.d {
+                        v.push(Cell { n, d, noise, shape });
+                    }
+                }
+            }
+        }
+        v
     }
 
     pub(super) fn keeps(&self, cell: &Cell, s: Strategy) -> bool {

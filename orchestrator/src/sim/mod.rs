@@ -67,7 +67,7 @@ pub use world::{Cell, Noise, Shape, World, PHASES};
 use {strategies::*, world::*};
 
 /// What a strategy concluded about one history.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// The commit named as first bad (world index), or None for "no (single) culprit".
     pub culprit: Option<usize>,
@@ -76,6 +76,9 @@ pub struct Outcome {
     /// Whether the strategy said the named commit is only part of the regression (its parent
     /// clearly above good, or itself clearly short of bad), when it says so at all.
     pub partial: Option<bool>,
+    /// Every commit named as the first bad one of a step, `culprit` first: one for the
+    /// strategies that name one.
+    pub culprits: Vec<usize>,
 }
 
 /// No culprit named, no confidence claimed.
@@ -83,6 +86,7 @@ pub(super) const NOTHING: Outcome = Outcome {
     culprit: None,
     confidence: None,
     partial: None,
+    culprits: Vec::new(),
 };
 
 #[cfg(test)]
@@ -321,6 +325,7 @@ mod tests {
             partial: None,
             phases: None,
             verdicts_wrong: None,
+            every_step: 0.0,
         };
         let firstbad = result(Strategy::FirstbadRun, 0.96, 185.0);
         let m = Matched {

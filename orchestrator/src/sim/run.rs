@@ -86,31 +86,74 @@ impl TestHost for SimHost {
     }
 }
 
-/// The world's line as a candidate DAG: world commits `1..=n` (node 0 is `n`, the bad one).
-fn line(n: usize) -> Dag {
-    let nodes = (1..=n)
+/// The world's line from `good` (excluded) to `bad` as a candidate DAG: world commits
+/// `good + 1..=bad` (node 0 is `bad`).
+fn line(good: usize, bad: usize) -> Dag {
+    let nodes = (good + 1..=bad)
         .rev()
         .enumerate()
         .map(|(k, i)| Node {
             id: id(i),
-            parents: if i > 1 { vec![k + 1] } else { vec![] },
+            parents: if i > good + 1 { vec![k + 1] } else { vec![] },
             commit_time: i as i64,
         })
         .collect();
     Dag::new(nodes).expect("a line is a DAG")
 }
 
-/// `firstbad run` on the world's history, one simulated host, the hunt file's defaults.
+/// `firstbad run` on the world's history, one simulated host, the hunt file's defaults: the
+/// hunt of the whole line, then of each part of the regression its culprits leave
+/// ([`crate::hunt::steps`]), as the product's run goes on.
 pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Outcome {
-    let n = w.n;
+    let classify = ClassifyConfig::defaults();
+    w.by_phase = [0; PHASES.len()];
+    w.verdicts = [0; 2];
+    let whole = (id(0), id(w.n));
+    let mut first = stage(w, &whole, probe, &classify);
+    let mut plan = first.steps_plan(&whole.0, &whole.1, classify.max_culprits);
+    while let Some((n, part)) = plan.next_part() {
+        let o = stage(w, &(part.good.clone(), part.bad.clone()), probe, &classify);
+        first.add_step(&mut plan, n, part, o);
+    }
+    let first = first.end_steps(plan);
+    let named: Vec<usize> = std::iter::once(&first.end)
+        .chain(first.steps.iter().map(|s| &s.outcome.end))
+        .filter_map(|e| match e {
+            HuntEnd::Found { commit } => Some(index(commit)),
+            _ => None,
+        })
+        .collect();
+    match &first.end {
+        HuntEnd::Found { commit } => {
+            let c = first.confirmation.as_ref();
+            Outcome {
+                culprit: Some(index(commit)),
+                confidence: c.and_then(|c| c.confidence),
+                // Whether the re-test's levels put part of the regression elsewhere.
+                partial: c.map(|c| c.levels.is_some_and(|l| l.several())),
+                culprits: named,
+            }
+        }
+        // Not reproduced, only skipped commits left, or stopped for a person (drift).
+        _ => NOTHING,
+    }
+}
+
+/// One stage of `firstbad run`: the hunt from `good` to `bad` of the world's line.
+fn stage(
+    w: &mut World,
+    (good, bad): &(String, String),
+    probe: crate::hunt::judge::RefineProbe,
+    classify: &ClassifyConfig,
+) -> crate::hunt::Outcome {
     let seed = w.rng.gen::<u64>();
     let plan = Plan {
-        dag: line(n),
-        good: id(0),
-        bad: id(n),
-        goods: vec![id(0)],
+        dag: line(index(good), index(bad)),
+        good: good.clone(),
+        bad: bad.clone(),
+        goods: vec![good.clone()],
         settings: Settings {
-            classify: ClassifyConfig::defaults(),
+            classify: classify.clone(),
             direction: Direction::LowerIsBetter,
             metric: "fsync_latency_p50_ms".into(),
             split: true,
@@ -129,6 +172,8 @@ pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Ou
         kind: crate::hunt::driver::HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).expect("a line is a valid range");
+    // The world counts each boot in its phase 0; the journal places them ([`account`]).
+    let by_phase = w.by_phase;
     let world = Arc::new(Mutex::new(w.take()));
     let host = Arc::new(SimHost(Arc::clone(&world)));
     let journal = MemoryJournal::default();
@@ -155,26 +200,21 @@ pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Ou
         .expect("the hunt has ended")
         .into_inner()
         .expect("no boot panicked");
+    w.by_phase = by_phase;
     account(w, &journal.0.borrow());
     match end {
-        Ok(HuntEnd::Found { commit }) => {
-            let summary = state.confirmation.as_ref().map(|c| c.summary.as_str());
-            Outcome {
-                culprit: Some(index(&commit)),
-                confidence: state.confirmation.as_ref().and_then(|c| c.confidence),
-                // Where the parent and the culprit sit was said, and whether it sends the
-                // user on another hunt.
-                partial: summary
-                    .filter(|s| s.contains("of the way from good to bad"))
-                    .map(|s| s.contains("hunt again with")),
-            }
-        }
-        // Not reproduced, only skipped commits left, or stopped for a person (drift).
-        _ => NOTHING,
+        Ok(end) => crate::hunt::Outcome::of(end, state.confirmation.clone()),
+        // Stopped for a person (drift): nothing named.
+        Err(e) => crate::hunt::Outcome::of(
+            HuntEnd::NotReproduced {
+                message: e.to_string(),
+            },
+            None,
+        ),
     }
 }
 
-/// The world's boots by phase, and its bisection's wrong verdicts, from the journal: boots
+/// Adds one stage's boots by phase, and its bisection's wrong verdicts, from its journal: boots
 /// started before the baselines were confirmed are the baselines', then the bisection's until
 /// its last verdict, the posterior phase's until the re-test began, the re-test's after.
 fn account(w: &mut World, events: &[Event]) {
@@ -182,8 +222,6 @@ fn account(w: &mut World, events: &[Event]) {
         .iter()
         .rposition(|e| matches!(e, Event::Verdict { .. }));
     let mut phase = 0;
-    w.by_phase = [0; PHASES.len()];
-    w.verdicts = [0; 2];
     for (k, e) in events.iter().enumerate() {
         match e {
             Event::BaselinesConfirmed { .. } => phase = 1,

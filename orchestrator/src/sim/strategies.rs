@@ -145,6 +145,7 @@ pub(super) fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                     culprit: Some(c + 1),
                     confidence: Some(p),
                     partial: None,
+                    culprits: vec![c + 1],
                 }
             }
             Standing::NoSingleCulprit(p) => {
@@ -152,6 +153,7 @@ pub(super) fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                     culprit: None,
                     confidence: Some(p),
                     partial: None,
+                    culprits: Vec::new(),
                 }
             }
             Standing::Open(c, p) if taken >= budget => {
@@ -159,6 +161,7 @@ pub(super) fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                     culprit: Some(c + 1),
                     confidence: Some(p),
                     partial: None,
+                    culprits: vec![c + 1],
                 }
             }
             Standing::Open(..) => {}
@@ -201,6 +204,7 @@ pub(super) fn bisect(w: &mut World, mut is_bad: impl FnMut(&mut World, usize) ->
         culprit: Some(hi),
         confidence: None,
         partial: None,
+        culprits: vec![hi],
     }
 }
 

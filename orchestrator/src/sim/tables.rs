@@ -20,7 +20,7 @@ pub fn table(
     });
     let strategies = filter.strategies();
     let mut out = Vec::new();
-    for cell in cells(full) {
+    for cell in filter.cells(full) {
         for &s in &strategies {
             if !filter.keeps(&cell, s) {
                 continue;
@@ -302,9 +302,9 @@ pub fn markdown(results: &[CellResult]) -> String {
     let mut s = String::new();
     s.push_str(
         "| N | Δ/σ | noise | culprits | strategy | accuracy | wrong culprit | no culprit | \
-         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial: right / wrong |\n",
+         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial: right / wrong | every step named |\n",
     );
-    s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
+    s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
     for r in results {
         let cal = match (r.claimed, r.observed) {
             (Some(c), Some(o)) => format!("{} → {}", pct(c), pct(o)),
@@ -313,7 +313,7 @@ pub fn markdown(results: &[CellResult]) -> String {
         let _ =
             writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} | {} | {} |",
             r.cell.n,
             r.cell.d,
             r.cell.noise.name(),
@@ -328,7 +328,8 @@ pub fn markdown(results: &[CellResult]) -> String {
             r.builds_p95,
             cal,
             r.partial
-                .map_or("—".to_string(), |(r, w)| format!("{} / {}", pct(r), pct(w)))
+                .map_or("—".to_string(), |(r, w)| format!("{} / {}", pct(r), pct(w))),
+            pct(r.every_step)
         );
     }
     s

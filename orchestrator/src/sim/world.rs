@@ -48,6 +48,17 @@ pub enum Noise {
 }
 
 impl Noise {
+    /// Every kind, in the order of their discriminants.
+    pub const ALL: [Noise; 7] = [
+        Noise::Normal,
+        Noise::LogNormal,
+        Noise::Outliers,
+        Noise::Drift,
+        Noise::Failed,
+        Noise::Step,
+        Noise::Burst,
+    ];
+
     /// Short name in tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -74,6 +85,9 @@ pub enum Shape {
 }
 
 impl Shape {
+    /// Every shape.
+    pub const ALL: [Shape; 3] = [Shape::OneCulprit, Shape::NoCulprit, Shape::TwoCulprits];
+
     /// Short name in tables.
     pub fn name(self) -> &'static str {
         match self {

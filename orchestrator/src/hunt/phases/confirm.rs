@@ -1,7 +1,7 @@
 //! The final re-test: the culprit and its first parent booted in interleaved rounds, with
 //! the good and bad endpoints in the same rounds in baselines mode, so that where the parent
 //! and the culprit sit between good and bad is read against boots of the same minutes, not
-//! against baselines taken an hour before on a host that has moved ([`Reading`]). The rounds
+//! against baselines taken an hour before on a host that has moved (`Reading`). The rounds
 //! go on past `confirm_pairs`, up to `confirm_max_pairs`, while their own figures cannot yet
 //! say whether the step from the parent to the culprit is there; then the confidence in the
 //! culprit comes from every boot of the hunt (the DAG posterior).

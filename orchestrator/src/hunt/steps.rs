@@ -1,0 +1,236 @@
+//! Every step of a regression in one run (issue 31 item 1). Kernel bug 12309 had two first-bad
+//! commits: one cut the default dirty limits, one changed CFQ's queue depth, and its bisector
+//! found them one after the other. A hunt's re-test reads where the culprit and its parent sit
+//! between good and bad ([`StepLevels`]); when some of the regression lies before the parent
+//! or after the culprit, beyond both intervals and by at least `min_effect`, the same run goes
+//! on with a hunt of that part alone: from good to the parent, from the culprit to bad.
+//!
+//! Each further hunt is a stage of the same journal (`step-2`, `step-3`, …), with its own
+//! baselines (its two ends measured beside each other: a part that is not there is refuted as
+//! any regression is), its own bisection and its own re-test. Which stages there are follows
+//! from the ended ones alone, in a fixed order, so a rerun after `kill -9` takes them up where
+//! they were. Pure: the orchestration is in [`super::run_with`] and the simulator.
+
+use crate::posterior::StepLevels;
+
+/// The journal stage of the `n`th step found (the first is the hunt's own stage, "").
+pub fn stage(n: usize) -> String {
+    format!("step-{n}")
+}
+
+/// Which side of a found step the rest of the regression lies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Between good and the culprit's parent: the parent is clearly worse than good.
+    Before,
+    /// Between the culprit and bad: the culprit is clearly short of bad.
+    After,
+}
+
+/// A part of a regression that a found step leaves unexplained: a range to hunt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rest {
+    /// Its good end (the hunt's good, or a culprit).
+    pub good: String,
+    /// Its bad end (a culprit's parent, or the hunt's bad).
+    pub bad: String,
+    /// Where it lies against the step that left it.
+    pub side: Side,
+    /// Where it lies in the whole regression, from good (0) to bad (1): the estimate from the
+    /// levels of the steps that left it (their intervals not carried), for the share of the
+    /// whole a step found in it is.
+    pub span: (f64, f64),
+}
+
+/// The whole regression's span: a run's first stage.
+pub const WHOLE: (f64, f64) = (0.0, 1.0);
+
+/// A share `x` of the part at `span`, as a share of the whole regression.
+pub fn of_whole(span: (f64, f64), x: f64) -> f64 {
+    (span.1 - span.0) * x
+}
+
+/// The parts of the range from `good` to `bad` that the step from `parent` to `culprit`
+/// leaves unexplained, older first, by the re-test's levels: a parent clearly worse than
+/// good has part of the regression before it, a culprit clearly short of bad part after it,
+/// whether or not the step between them is itself clear (a half step at Δ/σ 4 is not, in the
+/// re-test's rounds; a wrong culprit leaves the whole regression on its two sides, and the
+/// parts' hunts find it). An end that is already the range's end has no part beside it.
+pub fn rest_of(
+    (good, bad): (&str, &str),
+    span: (f64, f64),
+    parent: &str,
+    culprit: &str,
+    levels: &StepLevels,
+) -> Vec<Rest> {
+    let r = levels.rest();
+    let at = |level: f64| span.0 + of_whole(span, level.clamp(0.0, 1.0));
+    let mut out = Vec::new();
+    if r.before && !parent.is_empty() && parent != good {
+        out.push(Rest {
+            good: good.to_owned(),
+            bad: parent.to_owned(),
+            side: Side::Before,
+            span: (span.0, at(levels.parent.level)),
+        });
+    }
+    if r.after && culprit != bad {
+        out.push(Rest {
+            good: culprit.to_owned(),
+            bad: bad.to_owned(),
+            side: Side::After,
+            span: (at(levels.culprit.level), span.1),
+        });
+    }
+    out
+}
+
+/// The order in which a run hunts the parts of a regression: breadth first, the first
+/// stage's parts before those its parts leave, each stage's older part first, at most
+/// `max_culprits` steps in all (the hunt's own stage is the first). The run and the simulator
+/// drive it alike: [`Steps::next_part`] names the next part to hunt, [`Steps::left`] takes what
+/// its stage left once it has ended.
+#[derive(Debug, Clone)]
+pub struct Steps {
+    queue: std::collections::VecDeque<Rest>,
+    hunted: usize,
+    max_culprits: usize,
+    /// Parts not hunted because `max_culprits` steps were: named, as the range still
+    /// unexplained.
+    pub past_cap: Vec<Rest>,
+}
+
+impl Steps {
+    /// The parts the hunt's own stage left.
+    pub fn new(max_culprits: usize, first: Vec<Rest>) -> Steps {
+        Steps {
+            queue: first.into(),
+            hunted: 0,
+            max_culprits,
+            past_cap: Vec::new(),
+        }
+    }
+
+    /// The next part to hunt (its stage is [`stage`] of the number returned beside it), or
+    /// `None` once every part is hunted or past the cap.
+    pub fn next_part(&mut self) -> Option<(usize, Rest)> {
+        while let Some(part) = self.queue.pop_front() {
+            if 1 + self.hunted >= self.max_culprits {
+                self.past_cap.push(part);
+                continue;
+            }
+            self.hunted += 1;
+            return Some((self.hunted + 1, part));
+        }
+        None
+    }
+
+    /// The parts that the last part's stage left, once it has ended.
+    pub fn left(&mut self, more: Vec<Rest>) {
+        self.queue.extend(more);
+    }
+
+    /// Whether a run whose stages so far are known by `ended` has hunted every part: `ended(n)`
+    /// gives what stage `n` ([`stage`]) left once it has ended, `None` while it runs or has
+    /// not begun. For `firstbad status --follow`, which follows a run to its last step.
+    pub fn all_hunted(mut self, mut ended: impl FnMut(usize, &Rest) -> Option<Vec<Rest>>) -> bool {
+        while let Some((n, part)) = self.next_part() {
+            match ended(n, &part) {
+                Some(more) => self.left(more),
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::posterior::Level;
+
+    fn levels(parent: f64, culprit: f64) -> StepLevels {
+        let at = |level: f64| Level {
+            level,
+            lo: level - 0.1,
+            hi: level + 0.1,
+        };
+        StepLevels {
+            parent: at(parent),
+            culprit: at(culprit),
+            floor: 0.05,
+        }
+    }
+
+    #[test]
+    fn the_rest_lies_where_the_levels_put_it() {
+        // A whole step: nothing left.
+        assert!(rest_of(("g", "b"), WHOLE, "p", "c", &levels(0.0, 1.0)).is_empty());
+        // Half of it after the culprit: culprit..bad.
+        let after = rest_of(("g", "b"), WHOLE, "p", "c", &levels(0.0, 0.5));
+        assert_eq!(
+            after,
+            vec![Rest {
+                good: "c".into(),
+                bad: "b".into(),
+                side: Side::After,
+                span: (0.5, 1.0),
+            }]
+        );
+        // A part of a part: its span is inside its own.
+        let inner = rest_of(("c", "b"), (0.5, 1.0), "c", "d", &levels(0.0, 0.5));
+        assert_eq!(inner[0].span, (0.75, 1.0));
+        assert!((of_whole(inner[0].span, 1.0) - 0.25).abs() < 1e-12);
+        // Some before the parent and some after the culprit: both, the older first.
+        let both = rest_of(("g", "b"), WHOLE, "p", "c", &levels(0.3, 0.7));
+        assert_eq!(
+            both.iter().map(|r| r.side).collect::<Vec<_>>(),
+            [Side::Before, Side::After]
+        );
+        assert_eq!((both[0].good.as_str(), both[0].bad.as_str()), ("g", "p"));
+        // A step that is not clear of its parent (a wrong culprit, both half-way): the
+        // regression lies on both sides of it.
+        assert_eq!(
+            rest_of(("g", "b"), WHOLE, "p", "c", &levels(0.5, 0.5)).len(),
+            2
+        );
+        // The parent is good itself, the culprit bad itself: no range beside them.
+        assert!(rest_of(("g", "b"), WHOLE, "g", "b", &levels(0.3, 0.7)).is_empty());
+    }
+
+    #[test]
+    fn parts_are_hunted_breadth_first_up_to_the_cap() {
+        let part = |g: &str, b: &str| Rest {
+            good: g.into(),
+            bad: b.into(),
+            side: Side::After,
+            span: WHOLE,
+        };
+        // Stage 0 leaves two parts; the first of them leaves one more.
+        let first = vec![part("g", "p"), part("c", "b")];
+        let drive = |max: usize| {
+            let mut steps = Steps::new(max, first.clone());
+            let mut run = Vec::new();
+            while let Some((n, r)) = steps.next_part() {
+                assert_eq!(n, run.len() + 2, "stages step-2, step-3, … in order");
+                steps.left(if n == 2 {
+                    vec![part("c2", "p")]
+                } else {
+                    vec![]
+                });
+                run.push(r.good);
+            }
+            (run, steps.past_cap)
+        };
+        let (run, past) = drive(5);
+        assert_eq!(run, ["g", "c", "c2"]);
+        assert!(past.is_empty());
+        // At most two culprits: the hunt's own and one more; the rest is named, not hunted.
+        let (run, past) = drive(2);
+        assert_eq!(run, ["g"]);
+        assert_eq!(past, vec![part("c", "b"), part("c2", "p")]);
+        // One culprit: as before this issue, nothing further.
+        let (run, past) = drive(1);
+        assert!(run.is_empty() && past.len() == 2);
+    }
+}
