@@ -187,9 +187,9 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
             HuntEnd::Reproduced { .. } | HuntEnd::Measured { .. } => {}
         }
     }
-    for part in &outcome.unexplained {
+    for (part, why) in &outcome.unexplained {
         println!(
-            "not hunted (classify.max_culprits reached): the part from {} to {}",
+            "not hunted: the part from {} to {} ({why})",
             short(&part.good),
             short(&part.bad)
         );

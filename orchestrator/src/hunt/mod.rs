@@ -194,7 +194,7 @@ pub struct Outcome {
     /// ([`steps`]); empty for one.
     pub steps: Vec<FurtherStep>,
     /// Parts of the regression left unhunted once `classify.max_culprits` steps were.
-    pub unexplained: Vec<steps::Rest>,
+    pub unexplained: Vec<(steps::Rest, String)>,
 }
 
 impl Outcome {
@@ -246,7 +246,7 @@ impl Outcome {
 
     /// Every step hunted: the parts past the cap, and the run's exit code ([`steps_code`]).
     pub fn end_steps(mut self, plan: steps::Steps) -> Outcome {
-        self.unexplained = plan.past_cap;
+        self.unexplained = plan.not_hunted;
         self.exit_code = steps_code(self.exit_code, &self.steps, &self.unexplained);
         self
     }
@@ -281,7 +281,7 @@ pub struct FurtherStep {
 /// steps, leaving `unexplained` parts past the cap: the first stage's unless it is 0; then 4
 /// (ambiguous) when a further step was found and not confirmed, ended among skipped commits,
 /// or a part was left unhunted. A part whose own baselines did not reproduce is not there.
-pub fn steps_code(first: u8, further: &[FurtherStep], unexplained: &[steps::Rest]) -> u8 {
+pub fn steps_code(first: u8, further: &[FurtherStep], unexplained: &[(steps::Rest, String)]) -> u8 {
     if first != exit_code::OK {
         return first;
     }
@@ -353,14 +353,22 @@ async fn further_steps(
     while let Some((n, part)) = plan.next_part() {
         log_step(n, &part);
         let stage = steps::stage(n);
-        let range = HuntRange::load(
+        let range = match HuntRange::load(
             &cfg.source,
             &cfg.repo,
             std::slice::from_ref(&part.good),
             &part.bad,
             &cfg.paths,
             cfg.first_parent,
-        )?;
+        ) {
+            Ok(range) => range,
+            Err(HuntError::BadInput(why)) => {
+                tracing::warn!("the part cannot be hunted: {why}");
+                plan.cannot_hunt(part, why);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let run = Run {
             stage: &stage,
             state_dir: &cfg.state_dir,

@@ -95,9 +95,9 @@ pub struct Steps {
     queue: std::collections::VecDeque<Rest>,
     hunted: usize,
     max_culprits: usize,
-    /// Parts not hunted because `max_culprits` steps were: named, as the range still
-    /// unexplained.
-    pub past_cap: Vec<Rest>,
+    /// Parts not hunted, and why (`max_culprits` steps were; its ends make no range): named,
+    /// as the regression still unexplained.
+    pub not_hunted: Vec<(Rest, String)>,
 }
 
 impl Steps {
@@ -107,7 +107,7 @@ impl Steps {
             queue: first.into(),
             hunted: 0,
             max_culprits,
-            past_cap: Vec::new(),
+            not_hunted: Vec::new(),
         }
     }
 
@@ -116,13 +116,24 @@ impl Steps {
     pub fn next_part(&mut self) -> Option<(usize, Rest)> {
         while let Some(part) = self.queue.pop_front() {
             if 1 + self.hunted >= self.max_culprits {
-                self.past_cap.push(part);
+                self.not_hunted.push((
+                    part,
+                    format!("classify.max_culprits = {} reached", self.max_culprits),
+                ));
                 continue;
             }
             self.hunted += 1;
             return Some((self.hunted + 1, part));
         }
         None
+    }
+
+    /// The part just named cannot be hunted (its ends make no range the search takes: a
+    /// culprit's first parent off the range's history), for `why`. Its stage number goes to
+    /// the next part, so that the stages stay `step-2`, `step-3`, … without a gap.
+    pub fn cannot_hunt(&mut self, part: Rest, why: String) {
+        self.hunted -= 1;
+        self.not_hunted.push((part, why));
     }
 
     /// The parts that the last part's stage left, once it has ended.
@@ -132,7 +143,8 @@ impl Steps {
 
     /// Whether a run whose stages so far are known by `ended` has hunted every part: `ended(n)`
     /// gives what stage `n` ([`stage`]) left once it has ended, `None` while it runs or has
-    /// not begun. For `firstbad status --follow`, which follows a run to its last step.
+    /// not begun. For `firstbad status --follow`, which follows a run to its last step (a part
+    /// that cannot be hunted, which no stage records, reads as not begun).
     pub fn all_hunted(mut self, mut ended: impl FnMut(usize, &Rest) -> Option<Vec<Rest>>) -> bool {
         while let Some((n, part)) = self.next_part() {
             match ended(n, &part) {
@@ -220,7 +232,8 @@ mod tests {
                 });
                 run.push(r.good);
             }
-            (run, steps.past_cap)
+            let past: Vec<Rest> = steps.not_hunted.into_iter().map(|(r, _)| r).collect();
+            (run, past)
         };
         let (run, past) = drive(5);
         assert_eq!(run, ["g", "c", "c2"]);
