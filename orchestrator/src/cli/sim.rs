@@ -15,17 +15,19 @@ pub(crate) struct Args {
     /// Seed of all random draws: the same seed gives the same table.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`.
+    /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`. With all
+    /// four of --n, --d, --noise and --shape, every combination of them is run, whether or not
+    /// the published tables have it; with fewer, the quick (or --full) run's cells they keep.
     #[arg(long, value_delimiter = ',')]
     n: Vec<usize>,
     /// Only these effects Δ/σ, e.g. `--d 1,2`.
     #[arg(long, value_delimiter = ',')]
     d: Vec<f64>,
     /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = noise_name)]
     noise: Vec<String>,
     /// Only these history shapes: one, none, two.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = shape_name)]
     shape: Vec<String>,
     /// Only these strategies, e.g. `--strategy firstbad,firstbad-run,majority-25`: git-bisect-K,
     /// majority-K (odd), lkp-gap-K and pinpoint-K take any repeat count K.
@@ -92,6 +94,26 @@ pub(super) fn run(a: Args) -> anyhow::Result<u8> {
         print!("\nWhere firstbad-run's boots went (mean per history):\n\n{phases}");
     }
     Ok(exit_code::OK)
+}
+
+/// Checks a `--noise` name against [`firstbad::sim::Noise::name`].
+fn noise_name(s: &str) -> Result<String, String> {
+    let names: Vec<&str> = firstbad::sim::Noise::ALL.iter().map(|n| n.name()).collect();
+    if names.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown noise {s:?}: one of {}", names.join(", ")))
+    }
+}
+
+/// Checks a `--shape` name against [`firstbad::sim::Shape::name`].
+fn shape_name(s: &str) -> Result<String, String> {
+    let names: Vec<&str> = firstbad::sim::Shape::ALL.iter().map(|n| n.name()).collect();
+    if names.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown shape {s:?}: one of {}", names.join(", ")))
+    }
 }
 
 /// Checks a `--strategy` name against [`firstbad::sim::Strategy::from_name`].
