@@ -124,6 +124,10 @@ scratch_mb = 320
 file = "{root}/workloads/fsync-latency.toml"
 metric = "fsync_latency_p50_ms"
 timeout_s = 300
+
+[classify]
+# One step: the farm is this test's subject (every step in one run is metric_hunts.rs's).
+max_culprits = 1
 "#,
             repo = demo_tree().display(),
             state = dir.join("state").display(),

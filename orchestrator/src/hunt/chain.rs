@@ -124,6 +124,7 @@ pub async fn run_source(source: &HuntConfig, restore: &[String]) -> Result<Outco
         budget: None,
         replay: None,
         restore,
+        carried: &[],
     };
     engine(source, range, &[], run).await
 }

@@ -195,6 +195,9 @@ pub struct Outcome {
     pub steps: Vec<FurtherStep>,
     /// Parts of the regression left unhunted once `classify.max_culprits` steps were.
     pub unexplained: Vec<(steps::Rest, String)>,
+    /// Hosts that left the pool in this stage and stayed out, with why: a later stage of the
+    /// same run keeps them out.
+    pub retired: Vec<(String, String)>,
 }
 
 impl Outcome {
@@ -206,6 +209,7 @@ impl Outcome {
             confirmation,
             steps: Vec::new(),
             unexplained: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -322,6 +326,7 @@ pub async fn run_with(
         budget: None,
         replay,
         restore,
+        carried: &[],
     };
     let first = engine(cfg, range, &kernels, run).await?;
     if cfg.build.prebuilt().is_none() {
@@ -350,6 +355,8 @@ async fn further_steps(
     restore: &[String],
 ) -> Result<Outcome, HuntError> {
     let mut plan = first.steps_plan(good, bad, cfg.classify.max_culprits);
+    // Hosts that left the pool in a stage stay out of the later ones: they need a person.
+    let mut retired = first.retired.clone();
     while let Some((n, part)) = plan.next_part() {
         log_step(n, &part);
         let stage = steps::stage(n);
@@ -378,8 +385,14 @@ async fn further_steps(
             budget: None,
             replay: None,
             restore,
+            carried: &retired,
         };
         let outcome = engine(cfg, range, &[], run).await?;
+        for r in &outcome.retired {
+            if !retired.iter().any(|(h, _)| *h == r.0) {
+                retired.push(r.clone());
+            }
+        }
         first.add_step(&mut plan, n, part, outcome);
     }
     Ok(first.end_steps(plan))
@@ -398,6 +411,7 @@ pub async fn run_budgeted(cfg: &HuntConfig, budget: usize) -> Result<Outcome, Hu
         budget: Some(budget),
         replay: None,
         restore: &[],
+        carried: &[],
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -439,6 +453,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         budget: None,
         replay: None,
         restore: &[],
+        carried: &[],
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -465,6 +480,7 @@ pub async fn measure_pair(
         budget: None,
         replay: None,
         restore: &[],
+        carried: &[],
     };
     engine(cfg, range, &[], run).await
 }
@@ -480,6 +496,8 @@ struct Run<'a> {
     budget: Option<usize>,
     replay: Option<&'a Path>,
     restore: &'a [String],
+    /// Hosts that left the pool in an earlier stage of the run, with why: out of this one too.
+    carried: &'a [(String, String)],
 }
 
 /// Runs the engine on a kernel hunt's `range` to its end.
@@ -498,6 +516,7 @@ async fn engine(
         budget,
         replay,
         restore,
+        carried,
     } = run;
     // The first good is measured as the baseline; the others only bound the range.
     let good = range.goods[0].clone();
@@ -511,6 +530,28 @@ async fn engine(
                 state,
             } => (lock, journal, *state),
         };
+    // Hosts an earlier stage took out stay out, unless put back in this one (`--restore-host`).
+    let restored: Vec<String> = journal
+        .events()?
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::HostRestored { host } => Some(host),
+            _ => None,
+        })
+        .collect();
+    for (host, reason) in carried {
+        if !state.retired.iter().any(|(h, _)| h == host) && !restored.contains(host) {
+            tracing::warn!("host {host} stays out of the pool: it left it in an earlier step");
+            record(
+                &journal,
+                &mut state,
+                Event::HostRetired {
+                    host: host.clone(),
+                    reason: reason.clone(),
+                },
+            )?;
+        }
+    }
     for name in restore {
         if !cfg.hosts.iter().any(|h| h.name == *name) {
             return Err(HuntError::BadInput(format!(
@@ -571,7 +612,10 @@ async fn engine(
     // reads them.
     crate::exec::left_over(&state, &hosts).await;
     state_dir::confirm_saved(&journal, &end)?;
-    Ok(Outcome::of(end, state.confirmation.clone()))
+    Ok(Outcome {
+        retired: state.retired.clone(),
+        ..Outcome::of(end, state.confirmation.clone())
+    })
 }
 
 /// A kernel hunt's range: the git range of `hunt.repo`, or a prebuilt hunt's list of kernels

@@ -342,10 +342,10 @@ pub fn open_hunt(
     let mut state = HuntState::replay(&events);
     if let Some(end) = &state.end {
         tracing::info!("this hunt has already ended; `firstbad report` shows it");
-        return Ok(Opened::Ended(super::Outcome::of(
-            end.clone(),
-            state.confirmation.clone(),
-        )));
+        return Ok(Opened::Ended(super::Outcome {
+            retired: state.retired.clone(),
+            ..super::Outcome::of(end.clone(), state.confirmation.clone())
+        }));
     }
     if let Some(step) = state.in_flight() {
         tracing::warn!("the previous run stopped during {step}; redoing that step");
