@@ -98,21 +98,20 @@ pub(super) fn run(a: Args) -> anyhow::Result<u8> {
 
 /// Checks a `--noise` name against [`firstbad::sim::Noise::name`].
 fn noise_name(s: &str) -> Result<String, String> {
-    let names: Vec<&str> = firstbad::sim::Noise::ALL.iter().map(|n| n.name()).collect();
-    if names.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!("unknown noise {s:?}: one of {}", names.join(", ")))
-    }
+    one_of("noise", s, firstbad::sim::Noise::ALL.map(|n| n.name()))
 }
 
 /// Checks a `--shape` name against [`firstbad::sim::Shape::name`].
 fn shape_name(s: &str) -> Result<String, String> {
-    let names: Vec<&str> = firstbad::sim::Shape::ALL.iter().map(|n| n.name()).collect();
+    one_of("shape", s, firstbad::sim::Shape::ALL.map(|n| n.name()))
+}
+
+/// `s` when it is one of `names`, else an error naming the `kind` and every name.
+fn one_of<const N: usize>(kind: &str, s: &str, names: [&str; N]) -> Result<String, String> {
     if names.contains(&s) {
         Ok(s.to_string())
     } else {
-        Err(format!("unknown shape {s:?}: one of {}", names.join(", ")))
+        Err(format!("unknown {kind} {s:?}: one of {}", names.join(", ")))
     }
 }
 

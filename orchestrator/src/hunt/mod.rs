@@ -256,6 +256,35 @@ impl Outcome {
     }
 }
 
+/// The range of a part of the regression in `repo` (`source` the hunt file), with the hunt
+/// file's `paths` and `first_parent`; `None` when its ends make no range the search takes (a
+/// culprit's first parent off the range's history): the part then goes into `plan` as not
+/// hunted, with the reason, and the run goes on.
+pub fn part_range(
+    plan: &mut steps::Steps,
+    part: &steps::Rest,
+    (source, repo): (&Path, &Path),
+    paths: &[String],
+    first_parent: bool,
+) -> Result<Option<HuntRange>, HuntError> {
+    match HuntRange::load(
+        source,
+        repo,
+        std::slice::from_ref(&part.good),
+        &part.bad,
+        paths,
+        first_parent,
+    ) {
+        Ok(range) => Ok(Some(range)),
+        Err(HuntError::BadInput(why)) => {
+            tracing::warn!("the part cannot be hunted: {why}");
+            plan.cannot_hunt(part.clone(), why);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Says that a part of the regression is hunted next, and where.
 pub fn log_step(n: usize, part: &steps::Rest) {
     tracing::info!(
@@ -360,21 +389,15 @@ async fn further_steps(
     while let Some((n, part)) = plan.next_part() {
         log_step(n, &part);
         let stage = steps::stage(n);
-        let range = match HuntRange::load(
-            &cfg.source,
-            &cfg.repo,
-            std::slice::from_ref(&part.good),
-            &part.bad,
+        let Some(range) = part_range(
+            &mut plan,
+            &part,
+            (&cfg.source, &cfg.repo),
             &cfg.paths,
             cfg.first_parent,
-        ) {
-            Ok(range) => range,
-            Err(HuntError::BadInput(why)) => {
-                tracing::warn!("the part cannot be hunted: {why}");
-                plan.cannot_hunt(part, why);
-                continue;
-            }
-            Err(e) => return Err(e),
+        )?
+        else {
+            continue;
         };
         let run = Run {
             stage: &stage,
@@ -531,14 +554,19 @@ async fn engine(
             } => (lock, journal, *state),
         };
     // Hosts an earlier stage took out stay out, unless put back in this one (`--restore-host`).
-    let restored: Vec<String> = journal
-        .events()?
-        .into_iter()
-        .filter_map(|e| match e.event {
-            Event::HostRestored { host } => Some(host),
-            _ => None,
-        })
-        .collect();
+    // The journal is read again only then: the first stage carries nothing.
+    let restored: Vec<String> = if carried.is_empty() {
+        Vec::new()
+    } else {
+        journal
+            .events()?
+            .into_iter()
+            .filter_map(|e| match e.event {
+                Event::HostRestored { host } => Some(host),
+                _ => None,
+            })
+            .collect()
+    };
     for (host, reason) in carried {
         if !state.retired.iter().any(|(h, _)| h == host) && !restored.contains(host) {
             tracing::warn!("host {host} stays out of the pool: it left it in an earlier step");

@@ -70,21 +70,15 @@ pub fn run(
     let mut plan = first.steps_plan(&good, &bad, m.classify.max_culprits);
     while let Some((n, part)) = plan.next_part() {
         crate::hunt::log_step(n, &part);
-        let range = match HuntRange::load(
-            &cfg.source,
-            &cfg.repo,
-            std::slice::from_ref(&part.good),
-            &part.bad,
+        let Some(range) = crate::hunt::part_range(
+            &mut plan,
+            &part,
+            (&cfg.source, &cfg.repo),
             &cfg.paths,
             cfg.first_parent,
-        ) {
-            Ok(range) => range,
-            Err(HuntError::BadInput(why)) => {
-                tracing::warn!("the part cannot be hunted: {why}");
-                plan.cannot_hunt(part, why);
-                continue;
-            }
-            Err(e) => return Err(e),
+        )?
+        else {
+            continue;
         };
         let stage = crate::hunt::steps::stage(n);
         let outcome = engine(
