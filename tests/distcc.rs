@@ -41,6 +41,7 @@ fn config(cache: &Path, distcc: Vec<DistccHost>) -> BuildConfig {
         distcc,
         make_args: vec![],
         timeout_s: 3600,
+        prune: true,
     }
 }
 

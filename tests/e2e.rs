@@ -138,6 +138,41 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
             );
         }
     }
+    // Issue 35: the commits that change no file the endpoints' builds read (drivers not in
+    // the config, documentation) were decided before the first candidate, journalled with
+    // why, and never built or booted; the culprit and the build-breaking commit stay.
+    let pruned: Vec<(String, String)> = events
+        .iter()
+        .filter(|(k, _, _)| k == "pruned")
+        .flat_map(|(_, _, b)| b["links"].as_array().cloned().unwrap_or_default())
+        .filter(|l| l["nth"] == 0)
+        .map(|l| {
+            (
+                l["commit"].as_str().unwrap().to_owned(),
+                l["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        pruned.len() >= 20,
+        "the demo range's comment fixes in drivers not built: {pruned:?}"
+    );
+    for c in [&culprit, &broken] {
+        assert!(!pruned.iter().any(|(p, _)| p == c), "{c} was pruned");
+    }
+    for (p, why) in &pruned {
+        assert!(
+            why.starts_with("touches only") || why == "changes no file",
+            "{why}"
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|(k, c, _)| (k == "build-started" || k == "boot-started")
+                    && c.as_deref() == Some(p.as_str())),
+            "pruned {p} was built or booted"
+        );
+    }
     // The broken commit was tested and skipped as a build failure, never called good or bad.
     let broken_verdict = events
         .iter()
@@ -786,6 +821,56 @@ fn replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Issue 35, item 3: pruning never leaves out a commit that changes the kernel. Commits that
+/// the demo hunt's pruning leaves out (a comment in a file the config does not build, and a
+/// merge of documentation, judged against its first parent), built anyway, give the vmlinux of
+/// their first parent apart from the release string that carries the commit's id (and the
+/// build id, a hash of it all).
+#[test]
+fn commits_pruning_leaves_out_build_the_kernel_of_their_parent() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let cfg = firstbad::config::HuntConfig::load(&hunt).unwrap();
+    let firstbad::config::Build::Source(build) = &cfg.build else {
+        panic!("the e2e hunts build from source");
+    };
+    let b = firstbad::build::Builder::new(demo_tree(), build).unwrap();
+    let good = git(demo_tree(), &["rev-parse", "demo-good^{commit}"]);
+    let bad = git(demo_tree(), &["rev-parse", "demo-bad^{commit}"]);
+    for c in [&good, &bad] {
+        assert!(matches!(
+            b.build(c).expect("the builder runs"),
+            firstbad::journal::BuildOutcome::Built { .. }
+        ));
+    }
+    let inputs = b.inputs(&good).unwrap().union(b.inputs(&bad).unwrap());
+    let history = firstbad::history::History::open(demo_tree()).unwrap();
+    let links = history
+        .unchanged_links(&bad, std::slice::from_ref(&good), false, &inputs)
+        .unwrap();
+    let pruned = |c: &str| links.iter().any(|u| u.commit == c && u.nth == 0);
+    let culprit = commit_by_subject(&demo_fact("culprit_subject"));
+    assert!(!pruned(&culprit), "the culprit changes fs/ext4");
+    let not_built = commit_by_subject("mm: memcontrol: fix spelling of 'occurred'");
+    let merge = commit_by_subject("Merge branch 'docs-next'");
+    for c in [&not_built, &merge] {
+        assert!(pruned(c), "{c} is left out");
+        let parent = git(demo_tree(), &["rev-parse", &format!("{c}^1")]);
+        let (_, theirs) = build_fresh(&b, &parent);
+        let (_, ours) = build_fresh(&b, c);
+        let (from, to) = (
+            firstbad::build::local_version(c),
+            firstbad::build::local_version(&parent),
+        );
+        let ours = without_build_id(&replaced(&ours, from.as_bytes(), to.as_bytes()));
+        assert!(
+            ours.len() == theirs.len() && ours == without_build_id(&theirs),
+            "{c}, left out, built another kernel than its parent {parent}"
+        );
+    }
 }
 
 /// Issue 32, finding 0: the same source gives the same kernel, whenever it is built. One

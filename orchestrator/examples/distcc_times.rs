@@ -148,6 +148,7 @@ fn time_part(
         distcc,
         make_args: vec![],
         timeout_s: 3600,
+        prune: true,
     };
     let b = Builder::new(tree, &cfg).expect("a builder");
     let dir = if part.ends_with('/') {

@@ -66,7 +66,9 @@ pub fn local_version(commit: &str) -> String {
 /// recipe are not reused. r3: `modules.tar` next to `bzImage` when the config has modules.
 /// r4: the build number pinned (`KBUILD_BUILD_VERSION`): kernels built before it carry the
 /// build directory's counter and are built again (issue 32, finding 0).
-const RECIPE: &str = "r4";
+/// r5: the build's inputs ([`crate::inputs::INPUTS_FILE`]) next to `bzImage`: a hunt prunes
+/// the commits that cannot change its kernel from its endpoints' inputs (issue 35).
+const RECIPE: &str = "r5";
 
 /// The modules tarball's file name, next to `bzImage` in a cached kernel's directory.
 pub const MODULES_TAR: &str = "modules.tar";
@@ -168,13 +170,20 @@ impl Builder {
         let dir = self.artifact_dir(commit);
         let release = std::fs::read_to_string(dir.join("kernelrelease")).ok()?;
         let image = dir.join("bzImage");
-        let complete = image.is_file() && (!self.modules || dir.join(MODULES_TAR).is_file());
+        let complete = image.is_file()
+            && dir.join(crate::inputs::INPUTS_FILE).is_file()
+            && (!self.modules || dir.join(MODULES_TAR).is_file());
         complete.then(|| BuildOutcome::Built {
             kernel_release: release.trim().to_owned(),
             image,
             log: dir.join("build.log"),
             seconds: 0.0,
         })
+    }
+
+    /// The source files the build of `commit` read, if it is built and cached.
+    pub fn inputs(&self, commit: &str) -> Option<crate::inputs::BuildInputs> {
+        crate::inputs::read(&self.artifact_dir(commit).join(crate::inputs::INPUTS_FILE))
     }
 
     /// Where the build of `commit` writes its log (make's output), while it runs and after.
@@ -273,6 +282,16 @@ impl Builder {
             std::fs::remove_dir_all(&staging)
                 .map_err(io(format!("removing {}", staging.display())))?;
         }
+        // What the build read, from the `.cmd` files Kbuild left: the build directory holds
+        // every target of this configuration, each remade when one of its inputs changed.
+        let canonical = std::fs::canonicalize(&src).map_err(io(format!("{}", src.display())))?;
+        let inputs = crate::inputs::read_build_dir(&build_dir, &canonical).map_err(io(format!(
+            "reading the .cmd files of {}",
+            build_dir.display()
+        )))?;
+        crate::inputs::write(&inputs, &out.join(crate::inputs::INPUTS_FILE))
+            .map_err(io("storing the build's inputs"))?;
+        writeln!(log, "# {} source files read", inputs.files.len()).ok();
         // Written last: its presence marks a complete cached kernel.
         std::fs::write(out.join("kernelrelease"), format!("{kernel_release}\n"))
             .map_err(io("storing kernelrelease"))?;
@@ -852,6 +871,7 @@ mod tests {
             distcc: Vec::new(),
             make_args: Vec::new(),
             timeout_s: 60,
+            prune: true,
         };
         let mut keys = Vec::new();
         for name in ["a", "b"] {
@@ -929,6 +949,7 @@ mod tests {
                     distcc: Vec::new(),
                     make_args: Vec::new(),
                     timeout_s: 60,
+                    prune: true,
                 };
                 let b = Builder::new(&repo, &cfg).unwrap();
                 (b.key.clone(), b.work_key.clone())
@@ -963,6 +984,7 @@ mod tests {
             distcc: Vec::new(),
             make_args: Vec::new(),
             timeout_s: 60,
+            prune: true,
         };
         let (key, work_key) = {
             let b = Builder::new(&repo, &cfg).unwrap();

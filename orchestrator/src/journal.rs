@@ -324,6 +324,12 @@ pub enum Event {
     /// The range options and what was done to the user's revisions (written once, after
     /// `HuntStarted`, when a range option is set or something must be said).
     Range(RangeInfo),
+    /// Which commits of the range cannot change the kernel under test (issue 35), decided once
+    /// from the endpoints' build inputs before the first candidate is chosen; the search
+    /// treats them as commits outside `-- <paths>`. Written once per stage of a kernel hunt
+    /// over git, pruning or not (then `note` says why not), so that a rerun searches the same
+    /// range.
+    Pruned(Pruning),
     /// A local command hunt started its command on a commit, in checkout `job` (a `[test]`
     /// hunt; kernel hunts never write it).
     TestStarted {
@@ -436,6 +442,44 @@ pub struct RangeInfo {
     /// What a person must be told (e.g. that a merge base replaced a good revision).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+/// What a hunt's pruning decided ([`Event::Pruned`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pruning {
+    /// Source files the endpoints' builds read (their union), 0 when not pruned.
+    pub inputs: usize,
+    /// The links along which nothing the kernel is built from changes.
+    pub links: Vec<PrunedLink>,
+    /// Why the range was not pruned (`--no-prune`, an endpoint that does not build, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Seconds the pruning took (diffs and the inputs read), for the reports.
+    #[serde(default)]
+    pub seconds: f64,
+}
+
+/// A commit that changes nothing its kernel is built from, relative to one of its parents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrunedLink {
+    /// The commit.
+    pub commit: String,
+    /// The parent it is compared with.
+    pub parent: String,
+    /// That parent's place among the commit's parents, from 0 (the first parent: a merge is
+    /// judged by its effect on it).
+    #[serde(default)]
+    pub nth: usize,
+    /// What it touches and why that cannot change the kernel, for a person:
+    /// "touches only drivers/scsi/lpfc/lpfc_init.c (not built)".
+    pub reason: String,
+}
+
+impl Pruning {
+    /// The commits pruned against their first parent, with why: what the reports list.
+    pub fn commits(&self) -> impl Iterator<Item = &PrunedLink> {
+        self.links.iter().filter(|l| l.nth == 0)
+    }
 }
 
 /// A journal event with its sequence number and time.

@@ -15,6 +15,7 @@ pub mod files;
 pub mod history;
 pub mod hosts;
 pub mod hunt;
+pub mod inputs;
 pub mod journal;
 pub mod local;
 pub mod metric;

@@ -144,6 +144,7 @@ fn the_bisect_log_of_a_range_with_options_replays_in_git() {
     let opts = RangeOptions {
         paths: vec!["mm/".into()],
         first_parent: false,
+        ..RangeOptions::default()
     };
     let range = History::open(dir)
         .expect("open")
@@ -213,6 +214,7 @@ fn status_counts_the_remaining_range_of_a_path_limited_hunt_as_git_does() {
     let opts = RangeOptions {
         paths: paths.clone(),
         first_parent: false,
+        ..RangeOptions::default()
     };
     let range = History::open(&r)
         .expect("open")

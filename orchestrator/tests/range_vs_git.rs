@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use firstbad::history::{History, HistoryError, RangeOptions};
+use firstbad::inputs::BuildInputs;
 use firstbad::search::{Bisection, Next, Verdict};
 
 /// xorshift64*: a tiny seeded generator, so that a failing case can be replayed by its seed.
@@ -34,8 +35,9 @@ impl Rng {
     }
 }
 
-/// The files a commit's tree may hold; paths options pick among their directories.
-const FILES: [&str; 5] = ["a/x", "a/z", "b/y", "c", "d/e/f"];
+/// The files a commit's tree may hold; paths options pick among their directories. C sources:
+/// pruning (issue 35) calls one that no build read "not built".
+const FILES: [&str; 5] = ["a/x.c", "a/z.c", "b/y.c", "c.c", "d/e/f.c"];
 
 /// A random history with files: commit `i`'s parents have smaller indices; the last is the tip.
 struct Shape {
@@ -64,10 +66,16 @@ impl Shape {
 
 /// Random history: mainline, forks, merges (some taking files from the second parent, so that
 /// git's simplification follows the side branch), the odd root; each commit changes zero to
-/// two files, deletes one now and then.
-fn random_shape(rng: &mut Rng, n: usize) -> Shape {
+/// two files, deletes one now and then. `stable`: every root holds every file and none is
+/// deleted, so that every link only modifies files (the same random stream either way).
+fn random_shape(rng: &mut Rng, n: usize, stable: bool) -> Shape {
+    let all: BTreeMap<&'static str, String> = FILES
+        .iter()
+        .map(|&f| (f, format!("{f} at root\n")))
+        .collect();
+    let root = || if stable { all.clone() } else { BTreeMap::new() };
     let mut parents: Vec<Vec<usize>> = vec![vec![]];
-    let mut files: Vec<BTreeMap<&'static str, String>> = vec![BTreeMap::new()];
+    let mut files: Vec<BTreeMap<&'static str, String>> = vec![root()];
     let mut tips: Vec<usize> = vec![0];
     while parents.len() < n {
         let i = parents.len();
@@ -104,7 +112,7 @@ fn random_shape(rng: &mut Rng, n: usize) -> Shape {
             tips[t] = i;
             vec![p]
         };
-        let mut tree = ps.first().map(|&p| files[p].clone()).unwrap_or_default();
+        let mut tree = ps.first().map_or_else(root, |&p| files[p].clone());
         if ps.len() > 1 {
             // Per file: keep the first parent's version or take another parent's.
             for f in FILES {
@@ -119,7 +127,7 @@ fn random_shape(rng: &mut Rng, n: usize) -> Shape {
         }
         for _ in 0..rng.below(3) {
             let f = FILES[rng.below(FILES.len())];
-            if rng.chance(10) {
+            if rng.chance(10) && !stable {
                 tree.remove(f);
             } else {
                 tree.insert(f, format!("{f} at {i}\n"));
@@ -312,7 +320,8 @@ fn our_bisect(
 fn check_case(seed: u64, mode: usize) -> (usize, bool) {
     let mut rng = Rng::new(seed);
     let n = 20 + rng.below(181);
-    let shape = random_shape(&mut rng, n);
+    let pruned = mode >= 3;
+    let shape = random_shape(&mut rng, n, pruned);
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
     let ids = write_repo(dir, &shape);
@@ -335,16 +344,24 @@ fn check_case(seed: u64, mode: usize) -> (usize, bool) {
     }
     let candidates: Vec<usize> = (0..n).filter(|&i| !excluded[i]).collect();
     let culprit = candidates[rng.below(candidates.len())];
-    let all_paths = ["a/", "b/y", "c", "d/", "a/z", "d/e/f"];
+    let all_paths = ["a/", "b/y.c", "c.c", "d/", "a/z.c", "d/e/f.c"];
     let mut opts = RangeOptions::default();
-    if mode != 1 {
+    if pruned {
+        // The files a kernel build read: git bisects `-- <them>`, firstbad prunes the links
+        // that touch none of them (every link only modifies files in a stable shape).
+        let mut read: Vec<&str> = FILES.to_vec();
+        while read.len() > 1 && (read.len() > 3 || rng.chance(50)) {
+            read.remove(rng.below(read.len()));
+        }
+        opts.paths = read.iter().map(|f| f.to_string()).collect();
+    } else if mode != 1 {
         for _ in 0..1 + rng.below(2) {
             opts.paths
                 .push(all_paths[rng.below(all_paths.len())].to_string());
         }
         opts.paths.dedup();
     }
-    opts.first_parent = mode >= 1;
+    opts.first_parent = mode == 1 || mode == 2 || mode == 4;
     let good_ids: Vec<&str> = goods.iter().map(|&g| ids[g].as_str()).collect();
     let is_bad = |id: &str| shape.ancestors(&[index[id]])[culprit];
     let context =
@@ -371,14 +388,45 @@ fn check_case(seed: u64, mode: usize) -> (usize, bool) {
         }
     }
     let (git_tested, git_end) = git_bisect(dir, &ids[bad], &good_ids, &opts, &ids[culprit]);
-    let (our_tested, our_end) = our_bisect(dir, &ids[bad], &good_ids, &opts, &is_bad);
+    let ours = if pruned {
+        let inputs = BuildInputs {
+            files: opts.paths.iter().cloned().collect(),
+            all_headers: false,
+        };
+        let goods: Vec<String> = good_ids.iter().map(|g| g.to_string()).collect();
+        let links = History::open(dir)
+            .expect("open repo")
+            .unchanged_links(&ids[bad], &goods, opts.first_parent, &inputs)
+            .expect("prune");
+        RangeOptions {
+            paths: Vec::new(),
+            first_parent: opts.first_parent,
+            unchanged: links.into_iter().map(|u| (u.commit, u.parent)).collect(),
+        }
+    } else {
+        opts.clone()
+    };
+    let (our_tested, our_end) = our_bisect(dir, &ids[bad], &good_ids, &ours, &is_bad);
     let name = |v: &[(String, Verdict)]| {
         v.iter()
             .map(|(id, verdict)| format!("{}:{verdict:?}", index[id.as_str()]))
             .collect::<Vec<_>>()
     };
+    // Pruned: the same bisection as firstbad's own `-- <inputs>` one, commit for commit; that
+    // one follows git's except in the rare path-limited walks the search module's docs name
+    // (one commit more or less, the same answer), where only the answers are compared.
+    let mut ends_only = std::env::var_os("RANGE_ENDS_ONLY").is_some();
+    if pruned {
+        let (by_paths, _) = our_bisect(dir, &ids[bad], &good_ids, &opts, &is_bad);
+        assert_eq!(
+            name(&our_tested),
+            name(&by_paths),
+            "pruned and path-limited searches differ ({context})"
+        );
+        ends_only |= by_paths != git_tested;
+    }
     // RANGE_ENDS_ONLY=1 compares only the answers (to study a known sequence difference).
-    if std::env::var_os("RANGE_ENDS_ONLY").is_none() {
+    if !ends_only {
         assert_eq!(
             name(&our_tested),
             name(&git_tested),
@@ -425,6 +473,18 @@ fn first_parent_bisects_exactly_like_git() {
 #[test]
 fn first_parent_with_paths_bisects_exactly_like_git() {
     check_cases(seeds(201..=220), 2);
+}
+
+// Issue 35: a range pruned by build inputs bisects as `git bisect start -- <the inputs>` does:
+// the commits that touch no input are git's TREESAME commits.
+#[test]
+fn a_range_pruned_by_build_inputs_bisects_like_git_limited_to_them() {
+    check_cases(seeds(301..=330), 3);
+}
+
+#[test]
+fn a_pruned_first_parent_range_bisects_like_git_limited_to_the_inputs() {
+    check_cases(seeds(401..=420), 4);
 }
 
 /// main: c0..c3; side forks from c1 with s1, s2; `other` is an unrelated root.
@@ -501,6 +561,7 @@ fn several_goods_swapped_equal_and_unrelated() {
     let bad_path = RangeOptions {
         paths: vec!["mm/*.c".into()],
         first_parent: false,
+        ..RangeOptions::default()
     };
     let err = h.range("main", &["main~3"], &bad_path).expect_err("glob");
     assert!(matches!(err, HistoryError::BadPath { .. }), "{err:?}");

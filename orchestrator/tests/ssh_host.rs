@@ -654,6 +654,7 @@ fn demo_kernel(rev: &str) -> (PathBuf, String) {
         distcc: vec![],
         make_args: vec![],
         timeout_s: 3600,
+        prune: true,
     };
     let kernels = cfg.cache_dir.join("kernels");
     if let Ok(entries) = std::fs::read_dir(&kernels) {

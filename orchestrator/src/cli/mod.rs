@@ -56,6 +56,11 @@ pub(crate) enum Command {
         /// is refused (exit 2) rather than hunted again.
         #[arg(long)]
         fresh: bool,
+        /// Boot every commit of the range, also those that change no file the kernel is
+        /// built from (`[build] prune = false`). Decided when a hunt starts: a resumed hunt
+        /// keeps its journal's choice.
+        #[arg(long)]
+        no_prune: bool,
     },
     /// Show where a hunt is (safe while it runs, from another terminal).
     Status {
@@ -216,7 +221,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             replay,
             restore_host,
             fresh,
-        } => run::run(&hunt, replay, restore_host, fresh),
+            no_prune,
+        } => run::run(&hunt, replay, restore_host, fresh, no_prune),
         Command::Watch {
             series,
             every,

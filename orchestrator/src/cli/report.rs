@@ -121,6 +121,18 @@ pub(super) fn render(
     format: Option<Format>,
 ) -> String {
     let commits = report::GitCommits::open(repo);
+    // A pruned hunt's log and reports also carry the verdicts its answer implies for the
+    // pruned commits git would ask for, marked as never booted.
+    let implied = hunt::prune::implied_verdicts(repo, id, state);
+    let with_implied;
+    let state = if implied.is_empty() {
+        state
+    } else {
+        let mut s = state.clone();
+        s.verdicts.extend(implied);
+        with_implied = s;
+        &with_implied
+    };
     match format {
         None => report::bisect_log(id, state, &commits),
         Some(Format::Markdown) => report::markdown(ctx.name, ctx.metric, id, state, &commits),

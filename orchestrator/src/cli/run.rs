@@ -15,11 +15,32 @@ pub(super) fn run(
     replay: Option<PathBuf>,
     restore_host: Vec<String>,
     fresh: bool,
+    no_prune: bool,
 ) -> anyhow::Result<u8> {
-    let file = match load_file(hunt) {
+    let mut file = match load_file(hunt) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    if no_prune {
+        match &mut file {
+            HuntFile::Kernel(cfg) => match &mut cfg.build {
+                firstbad::config::Build::Source(b) => b.prune = false,
+                // A chained hunt's source stage between two kernels.
+                firstbad::config::Build::Prebuilt(p) => {
+                    if let Some(chain) = &mut p.chain {
+                        chain.build.prune = false;
+                    }
+                }
+            },
+            HuntFile::Local(_) => {
+                eprintln!(
+                    "{}: --no-prune is for kernel hunts: a [test] hunt builds nothing",
+                    hunt.display()
+                );
+                return Ok(firstbad::error::exit_code::BAD_INPUT);
+            }
+        }
+    }
     if fresh {
         match hunt::state_dir::start_afresh(file.state_dir()) {
             Ok(Some(to)) => eprintln!(

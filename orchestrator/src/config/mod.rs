@@ -283,6 +283,9 @@ pub struct BuildConfig {
     pub make_args: Vec<String>,
     /// A build that runs longer is killed and counted as failed (a skip).
     pub timeout_s: u64,
+    /// Commits that change no file the endpoints' builds read are not candidates (issue 35;
+    /// `[build] prune`, `firstbad run --no-prune`).
+    pub prune: bool,
 }
 
 /// One distcc build machine: a `distccd` listening at `host:port`.

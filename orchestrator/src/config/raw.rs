@@ -34,6 +34,8 @@ pub(super) struct RawChain {
     pub(super) distcc: Option<Vec<String>>,
     pub(super) make_args: Option<Vec<String>>,
     pub(super) timeout_s: Option<i64>,
+    /// Leave out the commits that cannot change the kernel (issue 35); default true.
+    pub(super) prune: Option<bool>,
 }
 
 /// `[test]`: a command run in a checkout of each candidate (a local command hunt).
@@ -114,6 +116,8 @@ pub(super) struct RawBuild {
     pub(super) distcc: Option<Vec<String>>,
     pub(super) make_args: Option<Vec<String>>,
     pub(super) timeout_s: Option<i64>,
+    /// Leave out the commits that cannot change the kernel (issue 35); default true.
+    pub(super) prune: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -476,6 +476,7 @@ fn prebuilt_build(
     let source_only = [
         ("build.config", raw.config.is_some()),
         ("build.jobs", raw.jobs.is_some()),
+        ("build.prune", raw.prune.is_some()),
         ("build.ccache", raw.ccache.is_some()),
         ("build.distcc", raw.distcc.is_some()),
         ("build.make_args", raw.make_args.is_some()),
@@ -657,6 +658,7 @@ fn chain(v: &Validator, raw: RawChain, p: &PrebuiltConfig) -> Result<ChainConfig
             ccache: raw.ccache,
             make_args: raw.make_args,
             timeout_s: raw.timeout_s,
+            prune: raw.prune,
         },
         cache_dir,
     )?;
@@ -766,6 +768,7 @@ fn source_build_at(
         make_args,
         // A clean tinyconfig build takes ~4.5 min on 2 cores; an hour is generous.
         timeout_s: v.int_as(&bounds::BUILD_TIMEOUT_S, &f("timeout_s"), raw.timeout_s)?,
+        prune: raw.prune.unwrap_or(true),
     })
 }
 

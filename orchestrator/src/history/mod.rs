@@ -13,7 +13,10 @@ use git2::{ErrorCode, Oid, Repository};
 use crate::search::{Dag, DagError};
 
 mod paths;
+mod prune;
 mod walk;
+
+pub use prune::Unchanged;
 
 use paths::{PathCache, Pathspec};
 use walk::{dag_of, walk};
@@ -35,6 +38,10 @@ pub struct RangeOptions {
     pub paths: Vec<String>,
     /// Follow only the first parent of merges (`git bisect start --first-parent`).
     pub first_parent: bool,
+    /// (commit, parent) links along which nothing the kernel is built from changes
+    /// ([`History::unchanged_links`]): the commit is TREESAME to that parent, as a commit that
+    /// changes none of `paths` is.
+    pub unchanged: HashSet<(String, String)>,
 }
 
 /// A range ready to bisect: its candidate DAG, the revisions that bound it, and what was
@@ -356,20 +363,30 @@ impl History {
             // --exclude-first-parent-only).
             commits = commits.first_parents();
         }
-        let info = if paths.is_empty() {
+        let info = if paths.is_empty() && options.unchanged.is_empty() {
             None
         } else {
-            // How each commit compares with each parent at the paths; the search redoes git's
-            // history simplification from these after every verdict.
+            // How each commit compares with each parent at the paths (and, pruned, at what
+            // the kernel is built from); the search redoes git's history simplification from
+            // these after every verdict.
             let mut cache = PathCache::default();
             let mut info = Vec::with_capacity(commits.len());
             for i in 0..commits.len() {
-                let mine = cache.get(&self.repo, commits.ids[i], &paths)?;
-                let root_treesame = mine.iter().all(Option::is_none);
+                let id = commits.ids[i];
+                let mine = if paths.is_empty() {
+                    None
+                } else {
+                    Some(cache.get(&self.repo, id, &paths)?)
+                };
+                let root_treesame = mine.as_ref().is_some_and(|m| m.iter().all(Option::is_none));
                 let mut links = Vec::with_capacity(commits.parents(i).len());
                 for &p in commits.parents(i) {
-                    let same = cache.get(&self.repo, p, &paths)? == mine;
-                    links.push((p, bottoms.contains(&p), same));
+                    let at_paths = match &mine {
+                        Some(m) => cache.get(&self.repo, p, &paths)? == *m,
+                        None => false,
+                    };
+                    let pruned = options.unchanged.contains(&(id.to_string(), p.to_string()));
+                    links.push((p, bottoms.contains(&p), at_paths || pruned));
                 }
                 info.push((links, root_treesame));
             }
@@ -382,6 +399,14 @@ impl History {
             goods: effective,
             notes,
         })
+    }
+
+    /// Whether `commit` descends from `ancestor` (false when either is unknown).
+    pub fn descends_from(&self, commit: &str, ancestor: &str) -> bool {
+        match (oid(commit), oid(ancestor)) {
+            (Ok(c), Ok(a)) => self.repo.graph_descendant_of(c, a).unwrap_or(false),
+            _ => false,
+        }
     }
 
     /// Subject, author and dates of one commit, for reports.

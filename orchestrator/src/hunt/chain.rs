@@ -164,6 +164,7 @@ mod tests {
                 distcc: Vec::new(),
                 make_args: Vec::new(),
                 timeout_s: 1,
+                prune: true,
             },
         }
     }

@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod judge;
 pub mod phases;
 pub mod prelude;
+pub mod prune;
 pub mod state;
 pub mod state_dir;
 pub mod steps;
@@ -597,6 +598,14 @@ async fn engine(
     }
 
     let (builder, hosts) = prepare(cfg, state_dir, &state.retired, kernels).await?;
+    let mut range = range;
+    // A range to bisect (not reproduce's or a night's two kernels): the commits that cannot
+    // change the kernel are left out before the first candidate is chosen.
+    let bisects = !stop_at_baselines && range.history.is_some();
+    if bisects {
+        prune::prune_range(cfg, &mut range, &builder, &journal, &mut state).await?;
+    }
+    let pruned = state.pruned.as_ref().is_some_and(|p| !p.links.is_empty());
     let hosts = crate::hosts::machine::test_hosts(hosts, &cfg.workload);
     let first_parent = first_parent(range.history, kernels);
     let plan = Plan {
@@ -605,9 +614,15 @@ async fn engine(
         bad: range.bad,
         goods: range.goods,
         dag: range.dag,
-        settings: Settings {
-            classify,
-            ..settings(cfg)
+        settings: {
+            let s = settings(cfg);
+            Settings {
+                classify,
+                // Pruned commits share a class with the commit they are TREESAME to, as
+                // commits outside `paths` do.
+                split: s.split && !pruned,
+                ..s
+            }
         },
         hosts: cfg
             .hosts

@@ -57,6 +57,7 @@ impl HuntRange {
         let options = RangeOptions {
             paths: paths.to_vec(),
             first_parent,
+            ..RangeOptions::default()
         };
         let range = history
             .range(bad, goods, &options)
@@ -154,6 +155,32 @@ impl HuntRange {
             let parent = commit.parent_ids().next();
             parent.map(|p| p.to_string())
         })
+    }
+
+    /// The range with the links that `pruning` names TREESAME, as commits outside
+    /// `-- <paths>` are (issue 35): the search then tests none of those commits.
+    pub fn prune(&mut self, pruning: &crate::journal::Pruning) -> Result<(), HuntError> {
+        let Some(history) = &self.history else {
+            return Ok(());
+        };
+        if pruning.links.is_empty() {
+            return Ok(());
+        }
+        let info = self.info.clone().unwrap_or_default();
+        let options = RangeOptions {
+            paths: info.paths,
+            first_parent: info.first_parent,
+            unchanged: pruning
+                .links
+                .iter()
+                .map(|l| (l.commit.clone(), l.parent.clone()))
+                .collect(),
+        };
+        let range = history
+            .range(&self.bad, &self.goods, &options)
+            .map_err(|e| HuntError::Infrastructure(format!("pruning the range: {e}")))?;
+        self.dag = range.dag;
+        Ok(())
     }
 
     /// The candidates' ids, in the DAG's order (bad first).

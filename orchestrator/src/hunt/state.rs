@@ -152,6 +152,8 @@ pub struct HuntState {
     pub boots_started: usize,
     /// Range options and notes, when the hunt has any.
     pub range: Option<RangeInfo>,
+    /// The commits that cannot change the kernel, once decided for this stage.
+    pub pruned: Option<crate::journal::Pruning>,
     /// Hosts that left the pool, with the error that took them out.
     pub retired: Vec<(String, String)>,
     /// Finished boots of the whole hunt.
@@ -285,6 +287,7 @@ impl HuntState {
             }
             Event::Finished { end } => self.end = Some(end.clone()),
             Event::Range(r) => self.range = Some(r.clone()),
+            Event::Pruned(p) => self.pruned = Some(p.clone()),
             Event::HostRetired { host, reason } => {
                 self.retired.push((host.clone(), reason.clone()))
             }

@@ -111,8 +111,23 @@ fn bisect_log_text(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) 
 
 /// The verdict lines and the answer of a `git bisect log`.
 fn verdict_lines(mut out: String, state: &HuntState, commits: &dyn Commits) -> String {
-    for (commit, verdict, _) in &state.verdicts {
+    if let Some(n) = state
+        .pruned
+        .as_ref()
+        .map(|p| p.commits().count())
+        .filter(|&n| n > 0)
+    {
+        let _ = writeln!(
+            out,
+            "# note: {n} commit(s) that change no file the kernel is built from were not \
+             tested (firstbad's pruning); git, which does not know them, may ask for one"
+        );
+    }
+    for (commit, verdict, reason) in &state.verdicts {
         let v = verdict.as_str();
+        if reason.starts_with("implied, not booted") {
+            let _ = writeln!(out, "# {}", one_line(reason));
+        }
         let _ = writeln!(out, "# {v}: [{commit}] {}", line_subject(commits, commit));
         let _ = writeln!(out, "git bisect {v} {commit}");
     }
@@ -315,6 +330,30 @@ pub fn markdown(
                 md(reason),
                 code(&console.display().to_string())
             );
+        }
+    }
+
+    if let Some(p) = &state.pruned {
+        let left: Vec<_> = p.commits().collect();
+        if !left.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n## Not booted: {} commit(s) that cannot change this kernel\n\nThey change \
+                 no file that the endpoints' builds read ({} source files), so the search \
+                 treated them as commits outside `-- <paths>` (`firstbad run --no-prune` boots \
+                 them).\n",
+                left.len(),
+                p.inputs
+            );
+            for l in left {
+                let _ = writeln!(
+                    out,
+                    "- {} {}: {}",
+                    code(short(&l.commit)),
+                    md(&subject(commits, &l.commit)),
+                    md(&l.reason)
+                );
+            }
         }
     }
 

@@ -97,10 +97,37 @@ pub struct Report {
     /// Settings of the test host that differ between good and bad boots (empty when the
     /// results carry no system snapshot).
     pub snapshot_diff: Vec<SettingDiff>,
+    /// Commits of the range that change no file the kernel is built from, never built or
+    /// booted (issue 35); absent when the hunt did not prune.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<PrunedReport>,
     /// `git bisect log`, which `git bisect replay` accepts.
     pub bisect_log: String,
     /// `Bisected-by:` and `Reported-by:` trailers from the hunt file.
     pub trailers: Vec<String>,
+}
+
+/// What pruning left out of the range, with why.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunedReport {
+    /// Source files the endpoints' builds read.
+    pub inputs: usize,
+    /// Seconds the pruning took.
+    pub seconds: f64,
+    /// Why the range was not pruned, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Each commit left out (compared with its first parent), with what it touches.
+    pub commits: Vec<PrunedCommit>,
+}
+
+/// One commit pruning left out.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunedCommit {
+    /// The commit.
+    pub commit: CommitRef,
+    /// "touches only drivers/scsi/lpfc/lpfc_init.c (not built)".
+    pub reason: String,
 }
 
 /// A commit named in a report.
@@ -521,6 +548,18 @@ impl Report {
             regression: regression(&good, &bad, ctx.metric, series_name_unit(state, ctx.metric)),
             snapshot_diff: snapshot_diff(&good, &bad),
             commits: list,
+            pruned: state.pruned.as_ref().map(|p| PrunedReport {
+                inputs: p.inputs,
+                seconds: p.seconds,
+                note: p.note.clone(),
+                commits: p
+                    .commits()
+                    .map(|l| PrunedCommit {
+                        commit: commit_ref(commits, &l.commit),
+                        reason: l.reason.clone(),
+                    })
+                    .collect(),
+            }),
             bisect_log: bisect_log(id, state, commits),
             trailers,
         }

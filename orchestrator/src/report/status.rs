@@ -127,16 +127,24 @@ fn remaining(cfg: &Hunt, id: &HuntIdentity, state: &HuntState) -> Option<(usize,
         return Some((b.remaining(), b.steps_left()));
     }
     let history = History::open(cfg.repo).ok()?;
-    let (goods, options) = match &state.range {
+    let (goods, mut options) = match &state.range {
         Some(r) => (
             r.goods.clone(),
             RangeOptions {
                 paths: r.paths.clone(),
                 first_parent: r.first_parent,
+                ..RangeOptions::default()
             },
         ),
         None => (vec![id.good.clone()], RangeOptions::default()),
     };
+    if let Some(p) = &state.pruned {
+        options.unchanged = p
+            .links
+            .iter()
+            .map(|l| (l.commit.clone(), l.parent.clone()))
+            .collect();
+    }
     let range = history.range(&id.bad, &goods, &options).ok()?;
     let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
     let mut b = Bisection::new(&range.dag, &range.bad.id, &goods).ok()?;
