@@ -343,6 +343,9 @@ state_dir = "{state}"
 [build]
 config = "{root}/configs/kernel/qemu-x86_64.config"
 jobs = 2
+# Pruning would leave the culprit the one candidate of these five commits; the pool's
+# parallel candidates are the subject here.
+prune = false
 
 {vm1}{vm2}[[hosts]]
 name = "lab-dead"

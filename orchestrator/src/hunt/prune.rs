@@ -219,3 +219,98 @@ pub fn implied_verdicts(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{HuntEnd, HuntIdentity, Verdict};
+    use std::process::Command;
+
+    fn git(dir: &std::path::Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "A")
+            .env("GIT_AUTHOR_EMAIL", "a@example.org")
+            .env("GIT_COMMITTER_NAME", "C")
+            .env("GIT_COMMITTER_EMAIL", "c@example.org")
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    // Issue 35: the bisect log of a pruned hunt still ends, in git, on the hunt's answer: the
+    // pruned commits git asks for get the verdict the answer implies, said as never booted.
+    #[test]
+    fn a_pruned_hunt_s_answer_implies_the_verdicts_git_still_asks_for() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        let mut ids = Vec::new();
+        for i in 0..7 {
+            git(
+                dir,
+                &["commit", "-q", "--allow-empty", "-m", &format!("c{i}")],
+            );
+            ids.push(git(dir, &["rev-parse", "HEAD"]));
+        }
+        // c2, c3 and c5 change nothing the kernel is built from; c4 is the culprit, found by
+        // testing c1 (good) and c4 (bad) among c1, c4, c6.
+        let link = |i: usize| PrunedLink {
+            commit: ids[i].clone(),
+            parent: ids[i - 1].clone(),
+            nth: 0,
+            reason: "touches only drivers/x.c (not built)".into(),
+        };
+        let mut state = HuntState {
+            pruned: Some(Pruning {
+                inputs: 1,
+                links: vec![link(2), link(3), link(5)],
+                note: None,
+                seconds: 0.0,
+            }),
+            end: Some(HuntEnd::Found {
+                commit: ids[4].clone(),
+            }),
+            ..HuntState::default()
+        };
+        state.verdicts = vec![
+            (ids[1].clone(), Verdict::Good, "measured".into()),
+            (ids[4].clone(), Verdict::Bad, "measured".into()),
+        ];
+        let id = HuntIdentity {
+            good: ids[0].clone(),
+            bad: ids[6].clone(),
+            fingerprint: String::new(),
+            meaning: Default::default(),
+        };
+        let implied = implied_verdicts(dir, &id, &state);
+        assert!(
+            !implied.is_empty(),
+            "git asks for a pruned commit next to c4"
+        );
+        for (c, v, why) in &implied {
+            let i = ids
+                .iter()
+                .position(|x| x == c)
+                .expect("a commit of the range");
+            assert!([2, 3, 5].contains(&i), "c{i} was not pruned");
+            assert_eq!(*v, if i >= 4 { Verdict::Bad } else { Verdict::Good });
+            assert!(why.starts_with("implied, not booted"), "{why}");
+        }
+        // With them, the unpruned search ends on the culprit.
+        let history = crate::history::History::open(dir).expect("open");
+        let range = history
+            .range(&ids[6], &[ids[0].as_str()], &Default::default())
+            .expect("range");
+        let mut b = crate::search::Bisection::new(&range.dag, &ids[6], &[ids[0].as_str()])
+            .expect("bisection");
+        for (c, v, _) in state.verdicts.iter().chain(&implied) {
+            b.mark(c, *v).expect("mark");
+        }
+        assert_eq!(b.next(), crate::search::Next::Found(ids[4].clone()));
+    }
+}
