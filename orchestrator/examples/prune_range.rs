@@ -24,7 +24,7 @@ fn main() {
         std::process::exit(2);
     };
     let started = Instant::now();
-    let mut all = BuildInputs::default();
+    let mut all: Option<BuildInputs> = None;
     for s in sources {
         let one = match s.split_once(':') {
             Some((build, src)) => {
@@ -33,8 +33,12 @@ fn main() {
             }
             None => inputs::read(Path::new(s)).expect("an inputs file"),
         };
-        all = all.union(one);
+        all = Some(match all {
+            Some(a) => a.union(one),
+            None => one,
+        });
     }
+    let all = all.unwrap_or_default();
     let read_s = started.elapsed().as_secs_f64();
     let history = History::open(Path::new(repo)).expect("open repo");
     let good = history.resolve(good).expect("good");
@@ -59,7 +63,7 @@ fn main() {
         *kinds.entry(key).or_default() += 1;
     }
     println!(
-        "range: {} commits; inputs: {} files{}; left out: {} ({:.1}%)",
+        "range: {} commits; inputs: {} files{}{}{}; left out: {} ({:.1}%)",
         dag.len(),
         all.files.len(),
         if all.all_headers {
@@ -67,6 +71,15 @@ fn main() {
         } else {
             ""
         },
+        if all.kconfig_read {
+            ", the Kconfig files read"
+        } else {
+            ""
+        },
+        all.arch
+            .as_deref()
+            .map(|a| format!(", arch/{a}"))
+            .unwrap_or_default(),
         firsts.len(),
         100.0 * firsts.len() as f64 / dag.len().max(1) as f64
     );

@@ -171,7 +171,7 @@ impl Builder {
         let release = std::fs::read_to_string(dir.join("kernelrelease")).ok()?;
         let image = dir.join("bzImage");
         let complete = image.is_file()
-            && dir.join(crate::inputs::INPUTS_FILE).is_file()
+            && crate::inputs::is_current(&dir.join(crate::inputs::INPUTS_FILE))
             && (!self.modules || dir.join(MODULES_TAR).is_file());
         complete.then(|| BuildOutcome::Built {
             kernel_release: release.trim().to_owned(),

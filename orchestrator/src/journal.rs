@@ -476,9 +476,14 @@ pub struct PrunedLink {
 }
 
 impl Pruning {
-    /// The commits pruned against their first parent, with why: what the reports list.
-    pub fn commits(&self) -> impl Iterator<Item = &PrunedLink> {
-        self.links.iter().filter(|l| l.nth == 0)
+    /// The commits pruned against their first parent, with why: what the reports list. The
+    /// bad endpoint is left out of it: it may change nothing the kernel is built from (the
+    /// search then treats it as git treats a bad commit outside `-- <paths>`), but it is
+    /// built and booted as an endpoint.
+    pub fn commits<'a>(&'a self, bad: &'a str) -> impl Iterator<Item = &'a PrunedLink> {
+        self.links
+            .iter()
+            .filter(move |l| l.nth == 0 && l.commit != bad)
     }
 }
 

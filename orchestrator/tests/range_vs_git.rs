@@ -391,7 +391,7 @@ fn check_case(seed: u64, mode: usize) -> (usize, bool) {
     let ours = if pruned {
         let inputs = BuildInputs {
             files: opts.paths.iter().cloned().collect(),
-            all_headers: false,
+            ..BuildInputs::default()
         };
         let goods: Vec<String> = good_ids.iter().map(|g| g.to_string()).collect();
         let links = History::open(dir)

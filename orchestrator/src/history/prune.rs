@@ -235,7 +235,7 @@ mod tests {
 
         let inputs = BuildInputs {
             files: ["fs/ext4/fsync.c".to_owned()].into(),
-            all_headers: false,
+            ..BuildInputs::default()
         };
         let history = History::open(dir).expect("open");
         let links = history

@@ -36,7 +36,7 @@ pub(crate) async fn prune_range(
             (None, false) => tracing::info!(
                 "{} commit(s) left out: they change no file the kernel is built from ({} \
                  files read by the endpoints' builds; {:.1} s); `firstbad report` lists them",
-                pruning.commits().count(),
+                pruning.commits(&range.bad).count(),
                 pruning.inputs,
                 pruning.seconds
             ),
@@ -168,7 +168,7 @@ pub fn implied_verdicts(
         return Vec::new();
     };
     let reasons: std::collections::HashMap<&str, &str> = pruning
-        .commits()
+        .commits(&id.bad)
         .map(|l| (l.commit.as_str(), l.reason.as_str()))
         .collect();
     if reasons.is_empty() {

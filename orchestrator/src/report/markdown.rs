@@ -77,7 +77,7 @@ fn bisect_log_text(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) 
             id.good,
             line_subject(commits, &id.good)
         );
-        return verdict_lines(out, state, commits);
+        return verdict_lines(out, id, state, commits);
     };
     // Several goods, paths, first-parent: the start line carries them, as git writes it.
     let mut start = String::from("git bisect start");
@@ -106,15 +106,20 @@ fn bisect_log_text(id: &HuntIdentity, state: &HuntState, commits: &dyn Commits) 
     for g in &range.goods {
         let _ = writeln!(out, "# good: [{g}] {}", line_subject(commits, g));
     }
-    verdict_lines(out, state, commits)
+    verdict_lines(out, id, state, commits)
 }
 
 /// The verdict lines and the answer of a `git bisect log`.
-fn verdict_lines(mut out: String, state: &HuntState, commits: &dyn Commits) -> String {
+fn verdict_lines(
+    mut out: String,
+    id: &HuntIdentity,
+    state: &HuntState,
+    commits: &dyn Commits,
+) -> String {
     if let Some(n) = state
         .pruned
         .as_ref()
-        .map(|p| p.commits().count())
+        .map(|p| p.commits(&id.bad).count())
         .filter(|&n| n > 0)
     {
         let _ = writeln!(
@@ -334,7 +339,7 @@ pub fn markdown(
     }
 
     if let Some(p) = &state.pruned {
-        let left: Vec<_> = p.commits().collect();
+        let left: Vec<_> = p.commits(&id.bad).collect();
         if !left.is_empty() {
             let _ = writeln!(
                 out,

@@ -553,7 +553,7 @@ impl Report {
                 seconds: p.seconds,
                 note: p.note.clone(),
                 commits: p
-                    .commits()
+                    .commits(&id.bad)
                     .map(|l| PrunedCommit {
                         commit: commit_ref(commits, &l.commit),
                         reason: l.reason.clone(),
