@@ -876,6 +876,59 @@ fn commits_pruning_leaves_out_build_the_kernel_of_their_parent() {
             "{c}, left out, built another kernel than its parent {parent}"
         );
     }
+
+    // The whole of a small history (the five commits around the culprit that the pool and
+    // LAVA hunts bisect): the commits pruning leaves out are exactly those whose kernel is
+    // their parent's, apart from the release string. Their kernels are unpacked from the
+    // cached bzImages (scripts/extract-vmlinux of the demo tree), most built by the hunts.
+    let line = first_parent_line();
+    let (ifix, ic) = (
+        position(&line, &commit_by_subject(&demo_fact("fix_subject"))),
+        position(&line, &culprit),
+    );
+    let (small_good, small_bad) = (&line[ifix + 1], &line[ic + 2]);
+    let small = firstbad::history::History::open(demo_tree())
+        .unwrap()
+        .unchanged_links(small_bad, std::slice::from_ref(small_good), false, &inputs)
+        .unwrap();
+    let vmlinux = |c: &str| -> Vec<u8> {
+        let image = match b.build(c).expect("the builder runs") {
+            firstbad::journal::BuildOutcome::Built { image, .. } => image,
+            failed => panic!("{c} does not build: {failed:?}"),
+        };
+        let out = Command::new("sh")
+            .arg(demo_tree().join("scripts/extract-vmlinux"))
+            .arg(&image)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && !out.stdout.is_empty(),
+            "extract-vmlinux {c}"
+        );
+        let release = firstbad::build::local_version(c);
+        without_build_id(&replaced(
+            &out.stdout,
+            release.as_bytes(),
+            &vec![b'x'; release.len()],
+        ))
+    };
+    let mut kernels = vec![vmlinux(small_good)];
+    let (mut same, mut left_out) = (Vec::new(), Vec::new());
+    for c in &line[ifix + 2..=ic + 2] {
+        kernels.push(vmlinux(c));
+        let n = kernels.len();
+        if kernels[n - 1] == kernels[n - 2] {
+            same.push(c.clone());
+        }
+        if small.iter().any(|u| &u.commit == c) {
+            left_out.push(c.clone());
+        }
+    }
+    assert_eq!(
+        left_out, same,
+        "the commits left out are not those whose kernel is their parent's"
+    );
+    assert!(!same.contains(&culprit) && !same.is_empty(), "{same:?}");
 }
 
 /// Issue 32, finding 0: the same source gives the same kernel, whenever it is built. One
