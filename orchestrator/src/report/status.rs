@@ -319,6 +319,20 @@ fn render_text(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) ->
             cfg.classify.max_boots
         );
     }
+    if let Some(p) = &state.pruned {
+        match (&p.note, p.commits(&id.bad).count()) {
+            (Some(note), _) => {
+                let _ = writeln!(o, "pruning: {}", one_line(note));
+            }
+            (None, n) => {
+                let _ = writeln!(
+                    o,
+                    "pruning: {n} commit(s) left out, changing no file the kernel is built \
+                     from (`firstbad report` lists them)"
+                );
+            }
+        }
+    }
     let _ = writeln!(o, "verdicts: {}", state.verdicts.len());
     for (c, v, reason) in &state.verdicts {
         let _ = writeln!(o, "  {} {:<4} {}", short(c), v.as_str(), one_line(reason));
