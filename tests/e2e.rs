@@ -790,6 +790,17 @@ fn reproduce_confirms_the_demo_regression_between_its_two_kernels() {
 /// The kernel built from the demo's good endpoint as the e2e hunts build it (the same build
 /// directory and cache), built again from scratch of its artifact: the image, and the
 /// build directory's `vmlinux` as the build left it.
+/// The builder of the e2e hunts' kernels (the demo hunt file's `[build]`), sharing their cache.
+fn demo_builder() -> firstbad::build::Builder {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let cfg = firstbad::config::HuntConfig::load(&hunt).unwrap();
+    let firstbad::config::Build::Source(build) = &cfg.build else {
+        panic!("the e2e hunts build from source");
+    };
+    firstbad::build::Builder::new(demo_tree(), build).unwrap()
+}
+
 fn build_fresh(b: &firstbad::build::Builder, commit: &str) -> (Vec<u8>, Vec<u8>) {
     if let Some(firstbad::journal::BuildOutcome::Built { image, .. }) = b.cached(commit) {
         std::fs::remove_dir_all(image.parent().expect("an artifact directory")).unwrap();
@@ -846,13 +857,7 @@ fn replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 #[test]
 fn commits_pruning_leaves_out_build_the_kernel_of_their_parent() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
-    let cfg = firstbad::config::HuntConfig::load(&hunt).unwrap();
-    let firstbad::config::Build::Source(build) = &cfg.build else {
-        panic!("the e2e hunts build from source");
-    };
-    let b = firstbad::build::Builder::new(demo_tree(), build).unwrap();
+    let b = demo_builder();
     let good = git(demo_tree(), &["rev-parse", "demo-good^{commit}"]);
     let bad = git(demo_tree(), &["rev-parse", "demo-bad^{commit}"]);
     for c in [&good, &bad] {
@@ -950,13 +955,7 @@ fn commits_pruning_leaves_out_build_the_kernel_of_their_parent() {
 #[test]
 fn the_same_source_builds_the_same_kernel_whenever_it_is_built() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
-    let cfg = firstbad::config::HuntConfig::load(&hunt).unwrap();
-    let firstbad::config::Build::Source(build) = &cfg.build else {
-        panic!("the e2e hunts build from source");
-    };
-    let b = firstbad::build::Builder::new(demo_tree(), build).unwrap();
+    let b = demo_builder();
     let good = git(demo_tree(), &["rev-parse", "demo-good^{commit}"]);
     let comment = commit_by_subject("signal: fix spelling of 'overridden' in a comment");
     let (image1, vmlinux1) = build_fresh(&b, &good);

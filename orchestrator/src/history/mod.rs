@@ -18,6 +18,25 @@ mod walk;
 
 pub use prune::Unchanged;
 
+/// `git ARGS` in `dir` with a fixed identity and no user or system configuration, for unit
+/// tests that make real repositories; its trimmed standard output.
+#[cfg(test)]
+pub(crate) fn git_for_tests(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "A")
+        .env("GIT_AUTHOR_EMAIL", "a@example.org")
+        .env("GIT_COMMITTER_NAME", "C")
+        .env("GIT_COMMITTER_EMAIL", "c@example.org")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 use paths::{PathCache, Pathspec};
 use walk::{dag_of, walk};
 

@@ -152,25 +152,9 @@ fn tree_of(repo: &git2::Repository, id: Oid) -> Result<Tree<'_>, HistoryError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::git_for_tests as git;
     use super::*;
     use std::path::Path;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "A")
-            .env("GIT_AUTHOR_EMAIL", "a@example.org")
-            .env("GIT_COMMITTER_NAME", "C")
-            .env("GIT_COMMITTER_EMAIL", "c@example.org")
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {:?}", out);
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
 
     fn commit(dir: &Path, msg: &str, edit: impl FnOnce(&Path)) -> String {
         edit(dir);

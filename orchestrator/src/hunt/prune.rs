@@ -223,24 +223,8 @@ pub fn implied_verdicts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::git_for_tests as git;
     use crate::journal::{HuntEnd, HuntIdentity, Verdict};
-    use std::process::Command;
-
-    fn git(dir: &std::path::Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "A")
-            .env("GIT_AUTHOR_EMAIL", "a@example.org")
-            .env("GIT_COMMITTER_NAME", "C")
-            .env("GIT_COMMITTER_EMAIL", "c@example.org")
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
 
     // Issue 35: the bisect log of a pruned hunt still ends, in git, on the hunt's answer: the
     // pruned commits git asks for get the verdict the answer implies, said as never booted.
