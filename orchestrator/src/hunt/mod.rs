@@ -952,25 +952,7 @@ pub async fn try_revision(
         .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
     let journal = Journal::open(&dir.join("try.sqlite"))?;
     let mut state = HuntState::default();
-    let c = commit.clone();
-    record(
-        &journal,
-        &mut state,
-        Event::BuildStarted { commit: c.clone() },
-    )?;
-    let built = tracing::Instrument::instrument(
-        crate::exec::Builder::build(&builder, &commit),
-        tracing::info_span!("build", commit = short(&commit)),
-    )
-    .await?;
-    record(
-        &journal,
-        &mut state,
-        Event::BuildFinished {
-            commit: c.clone(),
-            outcome: built.clone(),
-        },
-    )?;
+    let built = prelude::build_recorded(&journal, &mut state, &builder, &commit).await?;
     let BuildOutcome::Built {
         kernel_release,
         image,
@@ -995,7 +977,7 @@ pub async fn try_revision(
         checkpoint: crate::exec::checkpoint::CheckpointLink::new(notes, None),
     };
     let started = Event::BootStarted {
-        commit: c.clone(),
+        commit: commit.clone(),
         boot: 1,
         host: host.clone(),
     };
@@ -1015,7 +997,7 @@ pub async fn try_revision(
         }
     };
     let finished = Event::BootFinished {
-        commit: c,
+        commit,
         boot: 1,
         host,
         outcome: boot.clone(),

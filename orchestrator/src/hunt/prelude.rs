@@ -166,16 +166,7 @@ impl HuntRange {
         if pruning.links.is_empty() {
             return Ok(());
         }
-        let info = self.info.clone().unwrap_or_default();
-        let options = RangeOptions {
-            paths: info.paths,
-            first_parent: info.first_parent,
-            unchanged: pruning
-                .links
-                .iter()
-                .map(|l| (l.commit.clone(), l.parent.clone()))
-                .collect(),
-        };
+        let options = super::prune::range_options(self.info.as_ref(), Some(pruning));
         let range = history
             .range(&self.bad, &self.goods, &options)
             .map_err(|e| HuntError::Infrastructure(format!("pruning the range: {e}")))?;
@@ -401,6 +392,37 @@ pub fn open_hunt(
         journal,
         state: Box::new(state),
     })
+}
+
+/// Builds `commit` outside the executor's loop, journalled as the loop journals a build
+/// (`BuildStarted`, then `BuildFinished` with the outcome), in a `build` span.
+pub async fn build_recorded(
+    journal: &impl Recorder,
+    state: &mut HuntState,
+    builder: &impl crate::exec::Builder,
+    commit: &str,
+) -> Result<crate::journal::BuildOutcome, HuntError> {
+    record(
+        journal,
+        state,
+        Event::BuildStarted {
+            commit: commit.to_owned(),
+        },
+    )?;
+    let outcome = tracing::Instrument::instrument(
+        builder.build(commit),
+        tracing::info_span!("build", commit = short(commit)),
+    )
+    .await?;
+    record(
+        journal,
+        state,
+        Event::BuildFinished {
+            commit: commit.to_owned(),
+            outcome: outcome.clone(),
+        },
+    )?;
+    Ok(outcome)
 }
 
 /// Journals an event and applies it: the one way a hunt records what it decided or did.

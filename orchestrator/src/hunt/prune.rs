@@ -7,12 +7,31 @@
 //! to a file that one of them read (a new `#include`, a Makefile line), and that commit is a
 //! candidate itself; a commit that adds, deletes or renames a file always is one.
 
-use super::prelude::{record, HuntRange};
+use super::prelude::{build_recorded, record, HuntRange};
 use super::{short, HuntError, HuntState};
 use crate::config::{Build, HuntConfig};
 use crate::exec::kernel::Kernels;
-use crate::journal::{BuildOutcome, Event, Journal, PrunedLink, Pruning};
+use crate::history::RangeOptions;
+use crate::journal::{BuildOutcome, Event, Journal, PrunedLink, Pruning, RangeInfo};
 use std::time::Instant;
+
+/// The range options a journal's range (`None`: one good, one bad, no option) and pruning
+/// (`None`: none, or leave it out) stand for: what `firstbad run` searched, for every place
+/// that loads the range again.
+pub fn range_options(info: Option<&RangeInfo>, pruning: Option<&Pruning>) -> RangeOptions {
+    RangeOptions {
+        paths: info.map(|i| i.paths.clone()).unwrap_or_default(),
+        first_parent: info.is_some_and(|i| i.first_parent),
+        unchanged: pruning
+            .map(|p| {
+                p.links
+                    .iter()
+                    .map(|l| (l.commit.clone(), l.parent.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
 
 /// Decides the stage's pruning if its journal has none yet, journals it, and applies the
 /// journalled one to `range`.
@@ -84,31 +103,12 @@ async fn decide(
     let good = range.goods[0].clone();
     for (commit, which) in [(&good, "good"), (&range.bad, "bad")] {
         if !state.builds.contains_key(commit.as_str()) {
-            record(
-                journal,
-                state,
-                Event::BuildStarted {
-                    commit: commit.clone(),
-                },
-            )?;
             tracing::info!(
                 "building the {which} endpoint {} first: what its build reads decides which \
                  commits can change the kernel",
                 short(commit)
             );
-            let outcome = tracing::Instrument::instrument(
-                crate::exec::Builder::build(builder, commit),
-                tracing::info_span!("build", commit = short(commit)),
-            )
-            .await?;
-            record(
-                journal,
-                state,
-                Event::BuildFinished {
-                    commit: commit.clone(),
-                    outcome,
-                },
-            )?;
+            build_recorded(journal, state, builder, commit).await?;
         }
         if let Some(BuildOutcome::Failed { .. }) = state.builds.get(commit.as_str()) {
             return Ok(not_pruned(format!(
@@ -177,17 +177,12 @@ pub fn implied_verdicts(
     let Ok(history) = crate::history::History::open(repo) else {
         return Vec::new();
     };
-    let (goods, options) = match &state.range {
-        Some(r) => (
-            r.goods.clone(),
-            crate::history::RangeOptions {
-                paths: r.paths.clone(),
-                first_parent: r.first_parent,
-                ..Default::default()
-            },
-        ),
-        None => (vec![id.good.clone()], Default::default()),
-    };
+    let goods = state
+        .range
+        .as_ref()
+        .map_or_else(|| vec![id.good.clone()], |r| r.goods.clone());
+    // The range as git sees it: unpruned.
+    let options = range_options(state.range.as_ref(), None);
     let Ok(range) = history.range(&id.bad, &goods, &options) else {
         return Vec::new();
     };

@@ -4,7 +4,7 @@
 
 use super::text::{one_line, terminal};
 use crate::config::HuntConfig;
-use crate::history::{History, RangeOptions};
+use crate::history::History;
 use crate::hunt::{short, HuntState};
 use crate::journal::{BuildOutcome, Entry, Event, HuntEnd, HuntIdentity};
 use crate::search::Bisection;
@@ -127,24 +127,11 @@ fn remaining(cfg: &Hunt, id: &HuntIdentity, state: &HuntState) -> Option<(usize,
         return Some((b.remaining(), b.steps_left()));
     }
     let history = History::open(cfg.repo).ok()?;
-    let (goods, mut options) = match &state.range {
-        Some(r) => (
-            r.goods.clone(),
-            RangeOptions {
-                paths: r.paths.clone(),
-                first_parent: r.first_parent,
-                ..RangeOptions::default()
-            },
-        ),
-        None => (vec![id.good.clone()], RangeOptions::default()),
-    };
-    if let Some(p) = &state.pruned {
-        options.unchanged = p
-            .links
-            .iter()
-            .map(|l| (l.commit.clone(), l.parent.clone()))
-            .collect();
-    }
+    let goods = state
+        .range
+        .as_ref()
+        .map_or_else(|| vec![id.good.clone()], |r| r.goods.clone());
+    let options = crate::hunt::prune::range_options(state.range.as_ref(), state.pruned.as_ref());
     let range = history.range(&id.bad, &goods, &options).ok()?;
     let goods: Vec<String> = range.goods.iter().map(|g| g.id.clone()).collect();
     let mut b = Bisection::new(&range.dag, &range.bad.id, &goods).ok()?;
