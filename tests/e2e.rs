@@ -203,6 +203,33 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         "{:?}",
         broken_verdict.2
     );
+    // Issue 35, item 2: a candidate that built the kernel of an endpoint or of a judged
+    // commit (a comment fixed in a file the config builds) took that verdict unbooted, and
+    // it is the right one: bad from the culprit on, good before it.
+    let shared: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|(k, _, b)| {
+            k == "verdict"
+                && b["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("the same kernel as"))
+        })
+        .map(|(_, c, b)| (c.as_deref().unwrap(), b["verdict"].as_str().unwrap()))
+        .collect();
+    for (c, verdict) in &shared {
+        let after = Command::new("git")
+            .arg("-C")
+            .arg(demo_tree())
+            .args(["merge-base", "--is-ancestor", &culprit, c])
+            .status()
+            .unwrap()
+            .success();
+        assert_eq!(*verdict, if after { "bad" } else { "good" }, "{c}");
+    }
+    // The demo range's comment fixes in built files (fs/pnode.c, fs/namespace.c) build the
+    // good endpoint's kernel, and the culprit the bad endpoint's.
+    assert!(!shared.is_empty(), "no verdict from an identical kernel");
+    eprintln!("verdicts shared with an identical kernel: {shared:?}");
     // The culprit itself was measured bad, with every per-boot sample kept.
     let culprit_boot = events
         .iter()
@@ -929,12 +956,21 @@ fn commits_pruning_leaves_out_build_the_kernel_of_their_parent() {
     };
     let mut kernels = vec![vmlinux(small_good)];
     let (mut same, mut left_out) = (Vec::new(), Vec::new());
+    let mut previous = small_good.clone();
     for c in &line[ifix + 2..=ic + 2] {
         kernels.push(vmlinux(c));
         let n = kernels.len();
         if kernels[n - 1] == kernels[n - 2] {
             same.push(c.clone());
         }
+        // The builder's identity (vmlinux and modules) says the same as the unpacked images
+        // (item 2: identical kernels share their boots, and only they do).
+        assert_eq!(
+            kernel_id(&b, c) == kernel_id(&b, &previous),
+            kernels[n - 1] == kernels[n - 2],
+            "{c}: the kernel identity disagrees with the images"
+        );
+        previous = c.clone();
         if small.iter().any(|u| &u.commit == c) {
             left_out.push(c.clone());
         }
@@ -998,4 +1034,20 @@ fn the_same_source_builds_the_same_kernel_whenever_it_is_built() {
         vmlinux1.len(),
         vmlinux2.len()
     );
+    // Issue 35, item 2: the builder gives the two one identity, and a hunt boots one of them
+    // for both; the culprit, which changes fs/ext4, has its own.
+    assert_eq!(kernel_id(&b, &good), kernel_id(&b, &comment));
+    let culprit = commit_by_subject(&demo_fact("culprit_subject"));
+    assert_ne!(kernel_id(&b, &good), kernel_id(&b, &culprit));
+}
+
+/// The identity the builder gave `commit`'s kernel (built now if it is not cached).
+fn kernel_id(b: &firstbad::build::Builder, commit: &str) -> String {
+    match b.build(commit).expect("the builder runs") {
+        firstbad::journal::BuildOutcome::Built {
+            kernel_id: Some(id),
+            ..
+        } => id,
+        other => panic!("{commit}: no kernel identity: {other:?}"),
+    }
 }

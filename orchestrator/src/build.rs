@@ -67,7 +67,8 @@ pub fn local_version(commit: &str) -> String {
 /// r4: the build number pinned (`KBUILD_BUILD_VERSION`): kernels built before it carry the
 /// build directory's counter and are built again (issue 32, finding 0).
 /// r5: the build's inputs ([`crate::inputs::INPUTS_FILE`]) next to `bzImage`: a hunt prunes
-/// the commits that cannot change its kernel from its endpoints' inputs (issue 35).
+/// the commits that cannot change its kernel from its endpoints' inputs (issue 35). A kernel
+/// cached without its identity ([`crate::kernel_id::KERNEL_ID_FILE`]) is built again in place.
 const RECIPE: &str = "r5";
 
 /// The modules tarball's file name, next to `bzImage` in a cached kernel's directory.
@@ -170,14 +171,17 @@ impl Builder {
         let dir = self.artifact_dir(commit);
         let release = std::fs::read_to_string(dir.join("kernelrelease")).ok()?;
         let image = dir.join("bzImage");
+        let kernel_id = crate::kernel_id::read(&dir.join(crate::kernel_id::KERNEL_ID_FILE));
         let complete = image.is_file()
             && crate::inputs::is_current(&dir.join(crate::inputs::INPUTS_FILE))
+            && kernel_id.is_some()
             && (!self.modules || dir.join(MODULES_TAR).is_file());
         complete.then(|| BuildOutcome::Built {
             kernel_release: release.trim().to_owned(),
             image,
             log: dir.join("build.log"),
             seconds: 0.0,
+            kernel_id,
         })
     }
 
@@ -292,6 +296,22 @@ impl Builder {
         crate::inputs::write(&inputs, &out.join(crate::inputs::INPUTS_FILE))
             .map_err(io("storing the build's inputs"))?;
         writeln!(log, "# {} source files read", inputs.files.len()).ok();
+        // The kernel apart from its name: commits that build the same one share their boots.
+        let kernel_id = crate::kernel_id::of_build(
+            &build_dir.join("vmlinux"),
+            modules.then(|| out.join(MODULES_TAR)).as_deref(),
+            &local_version(commit),
+        )
+        .map_err(io(format!(
+            "hashing {}",
+            build_dir.join("vmlinux").display()
+        )))?;
+        std::fs::write(
+            out.join(crate::kernel_id::KERNEL_ID_FILE),
+            format!("{kernel_id}\n"),
+        )
+        .map_err(io("storing the kernel's identity"))?;
+        writeln!(log, "# kernel id {kernel_id}").ok();
         // Written last: its presence marks a complete cached kernel.
         std::fs::write(out.join("kernelrelease"), format!("{kernel_release}\n"))
             .map_err(io("storing kernelrelease"))?;
@@ -302,6 +322,7 @@ impl Builder {
             image,
             log: log_path,
             seconds,
+            kernel_id: Some(kernel_id),
         })
     }
 

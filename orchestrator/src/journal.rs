@@ -93,6 +93,11 @@ pub enum BuildOutcome {
         log: PathBuf,
         /// Wall time of the build in seconds.
         seconds: f64,
+        /// The kernel's identity ([`crate::kernel_id`]): two commits with one identity built
+        /// one kernel, and a hunt counts the boots of one for both. Absent for kernels it
+        /// cannot be known for (prebuilt ones, command hunts' checkouts, older journals).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel_id: Option<String>,
     },
     /// The build failed: the commit is skipped.
     Failed {

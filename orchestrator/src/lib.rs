@@ -17,6 +17,7 @@ pub mod hosts;
 pub mod hunt;
 pub mod inputs;
 pub mod journal;
+pub mod kernel_id;
 pub mod local;
 pub mod metric;
 pub mod notify;

@@ -312,6 +312,8 @@ impl PrebuiltBuilder {
             image,
             log,
             seconds: started.elapsed().as_secs_f64(),
+            // A distribution's package carries its own name throughout: never the same kernel.
+            kernel_id: None,
         })
     }
 

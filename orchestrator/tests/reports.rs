@@ -182,6 +182,7 @@ fn fixture() -> Fixture {
                 image: PathBuf::from("/cache/bzImage"),
                 log: PathBuf::from("/cache/build.log"),
                 seconds: 9.0,
+                kernel_id: None,
             },
         })
         .unwrap();

@@ -15,6 +15,7 @@ pub mod judge;
 pub mod phases;
 pub mod prelude;
 pub mod prune;
+pub mod same_kernel;
 pub mod state;
 pub mod state_dir;
 pub mod steps;

@@ -345,6 +345,7 @@ fn built(commit: &str, tree: PathBuf, log: PathBuf, seconds: f64) -> BuildOutcom
         image: tree,
         log,
         seconds,
+        kernel_id: None,
     }
 }
 

@@ -38,6 +38,7 @@ impl Builder for SimBuilder {
                 image: PathBuf::new(),
                 log: PathBuf::new(),
                 seconds: 0.0,
+                kernel_id: None,
             })
         })
     }

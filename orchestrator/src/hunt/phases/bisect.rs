@@ -6,6 +6,7 @@
 
 use super::super::driver::{Decision, Driver, Work};
 use super::super::judge::{verdict_of, Judge};
+use super::super::same_kernel;
 use super::super::HuntState;
 use super::drift;
 use crate::journal::{BuildOutcome, Event, Verdict};
@@ -43,13 +44,14 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
             Some(BuildOutcome::Built { .. }) if state.untestable(commit).is_some() => {
                 state.untestable(commit).map(|why| (Verdict::Skip, why))
             }
-            Some(BuildOutcome::Built { .. }) => verdict_of(
-                s,
-                judge,
-                &state.values(commit),
-                &state.failures(commit),
-                host,
-            ),
+            // One kernel, one verdict: from a commit that built the same kernel, else from
+            // the boots of every commit that did.
+            Some(BuildOutcome::Built { .. }) => {
+                same_kernel::verdict(state, commit, &d.plan.goods, &d.plan.bad).or_else(|| {
+                    let (values, failures) = same_kernel::pooled(state, commit);
+                    verdict_of(s, judge, &values, &failures, host)
+                })
+            }
             None => None,
         };
         if let Some((verdict, reason)) = call {

@@ -27,6 +27,9 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
     match (d.plan.first_parent)(commit) {
         Some(p) if pairs > 0 => match state.builds.get(&p) {
             None => d.build(state, &p),
+            Some(BuildOutcome::Built { .. }) if same_kernel(state, commit, &p) => {
+                not_a_change(d, state, judge, commit, &p)
+            }
             Some(BuildOutcome::Built { .. }) => Decision::Record(Event::ConfirmStarted {
                 commit: commit.to_owned(),
                 parent: p,
@@ -55,6 +58,38 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
     }
 }
 
+/// Whether the culprit and its parent built one kernel ([`super::super::same_kernel`]).
+fn same_kernel(state: &HuntState, commit: &str, parent: &str) -> bool {
+    super::super::same_kernel::others(state, commit).contains(&parent)
+}
+
+/// The end of a culprit whose kernel is its parent's: no boot can show a step that the
+/// kernel does not have, so none is spent on it.
+fn not_a_change(
+    d: &Driver,
+    state: &HuntState,
+    judge: &Judge,
+    commit: &str,
+    parent: &str,
+) -> Decision {
+    conclude(
+        d,
+        state,
+        judge,
+        commit,
+        Some(parent),
+        format!(
+            "{} builds the same kernel as its parent {} (they differ only in the release \
+             string): it cannot have changed the kernel, and its verdicts were the host's; \
+             no paired re-test",
+            short(commit),
+            short(parent)
+        ),
+        false,
+        None,
+    )
+}
+
 /// The re-test's next step.
 pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     let start = state.confirm.clone().expect("the re-test has begun");
@@ -68,6 +103,9 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     }
     if !matches!(state.builds.get(commit), Some(BuildOutcome::Built { .. })) {
         return d.build(state, commit);
+    }
+    if same_kernel(state, commit, parent) {
+        return not_a_change(d, state, judge, commit, parent);
     }
     let since = |c: &str| {
         let (done, running) = state.boots_since(c, start.started_before);
