@@ -683,6 +683,115 @@ fn a_terminal_shows_a_live_status_line_for_the_running_boot() {
     );
 }
 
+/// Issue 34, item 4: a signal stops `firstbad try` at once and cleanly, and says so. SIGTERM
+/// while make builds: exit 143, make and its compilers gone, the kernel not cached. Ctrl-C
+/// (SIGINT) while the VM boots: exit 130, the VM gone.
+#[test]
+fn a_signal_stops_a_build_or_a_boot_and_leaves_nothing_running() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    let b = demo_builder();
+    let build_dir = std::fs::canonicalize(b.build_dir()).unwrap();
+    // Processes at work in the build directory: make's and the compilers'.
+    let building = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == build_dir)
+                    && alive(*pid)
+            })
+            .collect()
+    };
+    // A commit no other test builds (pruned from every hunt's range), so that make has work
+    // and the kernel caches of the others stay: never cached.
+    let rev = commit_by_subject("scsi: fcoe: fix a doubled word in a comment");
+    if let Some(firstbad::journal::BuildOutcome::Built { image, .. }) = b.cached(&rev) {
+        std::fs::remove_dir_all(image.parent().unwrap()).unwrap();
+    }
+    // The builder holds the build directory's lock, which firstbad's builder waits for.
+    drop(b);
+    let (code, err, _) = signal_try(&hunt, &rev, "TERM", |_| !building().is_empty());
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    let gone = Instant::now() + Duration::from_secs(10);
+    while !building().is_empty() {
+        assert!(
+            Instant::now() < gone,
+            "make outlived firstbad: {:?}",
+            building()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        demo_builder().cached(&rev).is_none(),
+        "a stopped build was cached"
+    );
+
+    let (code, err, vms) = signal_try(&hunt, "demo-good", "INT", |pid| {
+        !qemu_children(pid).is_empty()
+    });
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    assert!(!vms.is_empty());
+    let gone = Instant::now() + Duration::from_secs(10);
+    while vms.iter().any(|&pid| alive(pid)) {
+        assert!(Instant::now() < gone, "a VM outlived firstbad: {vms:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts `firstbad try hunt rev`, sends it `signal` once `ready(its pid)`, and waits (at
+/// most 60 s) for it to end: its exit code, its stderr, and the VMs it had at the signal.
+fn signal_try(
+    hunt: &Path,
+    rev: &str,
+    signal: &str,
+    ready: impl Fn(u32) -> bool,
+) -> (Option<i32>, String, Vec<u32>) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = firstbad()
+        .args(["try".as_ref(), hunt.as_os_str(), rev.as_ref()])
+        .stdout(std::process::Stdio::null())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(log.path()).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(900);
+    while !ready(child.id()) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "firstbad try ended ({status}) before the signal:\n{}",
+                said()
+            );
+        }
+        assert!(Instant::now() < deadline, "never ready:\n{}", said());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let vms = qemu_children(child.id());
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(60),
+            "firstbad try did not stop within 60 s of SIG{signal}:\n{}",
+            said()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("SIG{signal}: stopped in {:?}", signalled.elapsed());
+    (status.code(), said(), vms)
+}
+
 fn boot_json(stdout: &str) -> serde_json::Value {
     let at = stdout.find("boot: ").expect("try printed a boot") + "boot: ".len();
     serde_json::from_str(&stdout[at..]).expect("boot JSON")

@@ -47,6 +47,9 @@ pub enum BuildError {
     /// A prebuilt kernel could not be resolved or fetched ([`crate::prebuilt`]).
     #[error("prebuilt kernels: {0}")]
     Prebuilt(String),
+    /// firstbad was asked to stop ([`crate::interrupt`]); make was killed, nothing cached.
+    #[error("interrupted: the build was stopped")]
+    Interrupted,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BuildError {
@@ -656,6 +659,17 @@ enum MakeResult {
 fn run_with_deadline(mut cmd: Command, deadline: Instant) -> Result<MakeResult, BuildError> {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
+    // SAFETY: prctl in the child before exec; async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            // If firstbad dies, even by SIGKILL, make is told to stop as on a deadline
+            // (SIGTERM: it removes the targets it was making and stops its children), so that
+            // it does not go on in the build directory that a rerun builds in next. The thread
+            // that spawns make waits for it, so the signal does not come early.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn().map_err(io("starting make"))?;
     loop {
         if let Some(status) = child.try_wait().map_err(io("waiting for make"))? {
@@ -665,17 +679,43 @@ fn run_with_deadline(mut cmd: Command, deadline: Instant) -> Result<MakeResult, 
                 MakeResult::Failed(status.code().unwrap_or(-1))
             });
         }
+        if crate::interrupt::requested().is_some() {
+            // firstbad is stopping (Ctrl-C, SIGTERM): make, in its own process group, must
+            // not go on writing into the build directory a resumed hunt builds in next.
+            stop_make(&mut child);
+            return Err(BuildError::Interrupted);
+        }
         if Instant::now() >= deadline {
-            // Kill the whole process group: make's children too.
-            // SAFETY: kill(2) on a process group we created; no memory is involved.
-            unsafe {
-                libc::kill(-(child.id() as i32), libc::SIGKILL);
-            }
-            child.wait().ok();
+            stop_make(&mut child);
             return Ok(MakeResult::TimedOut);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Stops make and everything it started (its process group): SIGTERM first, on which make
+/// deletes the targets it was making (a compiler killed mid-write would leave a truncated
+/// object newer than its source, which the next build in this directory would take as up to
+/// date), then SIGKILL for what is left after 30 s.
+fn stop_make(child: &mut std::process::Child) {
+    let group = -(child.id() as i32);
+    // SAFETY: kill(2) on a process group we created; no memory is involved.
+    unsafe {
+        libc::kill(group, libc::SIGTERM);
+    }
+    let patience = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < patience {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: as above. The group's other processes (compilers) are killed too, even when
+    // make itself has ended.
+    unsafe {
+        libc::kill(group, libc::SIGKILL);
+    }
+    child.wait().ok();
 }
 
 /// The lines of a failed build log that say why: compiler and linker errors, and make's

@@ -57,4 +57,9 @@ pub mod exit_code {
     /// not save its end (its state directory was removed or replaced during the run): the end
     /// is not given.
     pub const INFRASTRUCTURE: u8 = 5;
+    /// Stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it. The builds and boots
+    /// under way were stopped; the journal holds every finished step; rerun resumes.
+    pub const INTERRUPTED: u8 = 130;
+    /// Stopped by SIGTERM (a service manager, `kill`): 128 + 15, otherwise as [`INTERRUPTED`].
+    pub const TERMINATED: u8 = 143;
 }

@@ -16,6 +16,7 @@ pub mod history;
 pub mod hosts;
 pub mod hunt;
 pub mod inputs;
+pub mod interrupt;
 pub mod journal;
 pub mod kernel_id;
 pub mod local;

@@ -56,7 +56,12 @@ pub(super) fn run(
     }
     let result = match &file {
         HuntFile::Kernel(cfg) => {
-            runtime()?.block_on(hunt::run_with(cfg, replay.as_deref(), &restore_host))
+            let rt = runtime()?;
+            let run = hunt::run_with(cfg, replay.as_deref(), &restore_host);
+            match firstbad::interrupt::block_on(&rt, run)? {
+                Ok(result) => result,
+                Err(i) => return Ok(interrupted(&i, hunt)),
+            }
         }
         HuntFile::Local(_) if !restore_host.is_empty() => {
             eprintln!(
@@ -68,6 +73,15 @@ pub(super) fn run(
         HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
     };
     Ok(print_outcome(result, &file, hunt))
+}
+
+/// Says that a signal stopped the hunt of `hunt` and how to resume it; the exit code.
+pub(super) fn interrupted(i: &firstbad::interrupt::Interrupted, hunt: &Path) -> u8 {
+    eprintln!(
+        "{}",
+        firstbad::interrupt::message(i, &format!("firstbad run {}", hunt.display()))
+    );
+    i.exit_code()
 }
 
 /// Prints how a hunt ended (the culprit, the confirmation, the range, or why it stopped) and

@@ -13,7 +13,18 @@ pub(super) fn run(hunt: &Path, rev: &str) -> anyhow::Result<u8> {
         Err(code) => return Ok(code),
     };
     let rt = runtime()?;
-    match rt.block_on(hunt::try_revision(&cfg, rev)) {
+    let tried = match firstbad::interrupt::block_on(&rt, hunt::try_revision(&cfg, rev))? {
+        Ok(tried) => tried,
+        Err(i) => {
+            // Nothing of a try is kept but a finished kernel in the build cache.
+            eprintln!(
+                "firstbad: {i}: stopped the build or boot under way; nothing was kept but \
+                 kernels that finished building"
+            );
+            return Ok(i.exit_code());
+        }
+    };
+    match tried {
         Ok((build, boot)) => {
             println!("build: {}", serde_json::to_string_pretty(&build)?);
             if let Some(boot) = boot {

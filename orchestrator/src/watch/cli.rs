@@ -53,19 +53,29 @@ pub fn run(series: &Path, action: Action, rt: tokio::runtime::Runtime) -> anyhow
             print!("{}", status(&cfg, &state));
             Ok(exit_code::OK)
         }
+        // A signal (Ctrl-C, or SIGTERM from a service manager) ends a cycle's builds and
+        // boots cleanly, and the wait between cycles at once ([`crate::interrupt`]).
         Action::Cycle { every } => loop {
-            let code = match rt.block_on(super::cycle(&cfg)) {
-                Ok(_) => exit_code::OK,
-                Err(e) => {
+            let code = match crate::interrupt::block_on(&rt, super::cycle(&cfg))? {
+                Ok(Ok(_)) => exit_code::OK,
+                Ok(Err(e)) => {
                     eprintln!("firstbad: {}: {e}", cfg.name);
                     e.exit_code()
+                }
+                Err(i) => {
+                    let again = format!("firstbad watch {}", series.display());
+                    eprintln!("{}", crate::interrupt::message(&i, &again));
+                    return Ok(i.exit_code());
                 }
             };
             match every {
                 // A bad series file stays bad: sleeping on it helps nobody.
                 Some(d) if code != exit_code::BAD_INPUT => {
                     tracing::info!("next cycle in {}", show(d));
-                    std::thread::sleep(d);
+                    if let Err(i) = crate::interrupt::block_on(&rt, tokio::time::sleep(d))? {
+                        eprintln!("firstbad: {i} between two cycles");
+                        return Ok(i.exit_code());
+                    }
                 }
                 _ => return Ok(code),
             }
