@@ -533,3 +533,84 @@ fn another_hunts_journal_is_refused_as_another_hunt_naming_both() {
         run.stderr
     );
 }
+
+/// Issue 34, item 4: Ctrl-C (SIGINT) in the middle of a command hunt's run stops it at once:
+/// exit 130 with a word on how to resume, and nothing the command started left running; the
+/// rerun resumes and names the culprit.
+#[test]
+fn ctrl_c_mid_run_stops_the_command_and_a_rerun_resumes() {
+    let case = Case::new();
+    let (marker, go_on) = (
+        case.dir.path().join("running"),
+        case.dir.path().join("go-on"),
+    );
+    // Until go-on exists, a run says it is running and sleeps (a duration no other test uses,
+    // so that its process is this test's).
+    let hunt = case.hunt(&format!(
+        "test -e {} || {{ touch {}; sleep 3117; }}",
+        go_on.display(),
+        marker.display()
+    ));
+    let sleeping = || {
+        Command::new("pgrep")
+            .args(["-f", "sleep 3117"])
+            .output()
+            .expect("pgrep runs")
+            .status
+            .success()
+    };
+    let log = tempfile::NamedTempFile::new().expect("temp file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .arg("run")
+        .arg(&hunt)
+        .env("FIRSTBAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log.reopen().expect("reopen"))
+        .spawn()
+        .expect("firstbad runs");
+    let said = || std::fs::read_to_string(log.path()).unwrap_or_default();
+    let waited = std::time::Instant::now();
+    while !(marker.exists() && sleeping()) {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "ended before its run: {}",
+            said()
+        );
+        assert!(waited.elapsed().as_secs() < 120, "no run began: {}", said());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let signalled = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            signalled.elapsed().as_secs() < 30,
+            "still running 30 s after SIGINT: {}",
+            said()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{}", said());
+    assert!(
+        said().contains("interrupted by SIGINT") && said().contains("rerun the same command"),
+        "{}",
+        said()
+    );
+    let gone = std::time::Instant::now();
+    while sleeping() {
+        assert!(
+            gone.elapsed().as_secs() < 5,
+            "the run's sleep outlived firstbad"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::write(&go_on, "").expect("write");
+    case.run(&hunt, &[]).found(&case.ids[CULPRIT]);
+}

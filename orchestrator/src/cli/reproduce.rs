@@ -19,19 +19,10 @@ pub(super) fn run(hunt: &Path, html: Option<PathBuf>) -> anyhow::Result<u8> {
     let result = match &file {
         HuntFile::Kernel(cfg) => {
             let rt = runtime()?;
-            match firstbad::interrupt::block_on(&rt, hunt::reproduce(cfg))? {
-                Ok(result) => result,
-                Err(i) => {
-                    eprintln!(
-                        "{}",
-                        firstbad::interrupt::message(
-                            &i,
-                            &format!("firstbad reproduce {}", hunt.display())
-                        )
-                    );
-                    return Ok(i.exit_code());
-                }
-            }
+            hunt::HuntError::or_interrupted(firstbad::interrupt::block_on(
+                &rt,
+                hunt::reproduce(cfg),
+            ))
         }
         HuntFile::Local(cfg) => match &cfg.test.measure {
             Some(m) => firstbad::local::measured::reproduce(cfg, m),

@@ -58,10 +58,7 @@ pub(super) fn run(
         HuntFile::Kernel(cfg) => {
             let rt = runtime()?;
             let run = hunt::run_with(cfg, replay.as_deref(), &restore_host);
-            match firstbad::interrupt::block_on(&rt, run)? {
-                Ok(result) => result,
-                Err(i) => return Ok(interrupted(&i, hunt)),
-            }
+            hunt::HuntError::or_interrupted(firstbad::interrupt::block_on(&rt, run))
         }
         HuntFile::Local(_) if !restore_host.is_empty() => {
             eprintln!(
@@ -73,15 +70,6 @@ pub(super) fn run(
         HuntFile::Local(cfg) => firstbad::local::run(cfg, replay.as_deref()),
     };
     Ok(print_outcome(result, &file, hunt))
-}
-
-/// Says that a signal stopped the hunt of `hunt` and how to resume it; the exit code.
-pub(super) fn interrupted(i: &firstbad::interrupt::Interrupted, hunt: &Path) -> u8 {
-    eprintln!(
-        "{}",
-        firstbad::interrupt::message(i, &format!("firstbad run {}", hunt.display()))
-    );
-    i.exit_code()
 }
 
 /// Prints how a hunt ended (the culprit, the confirmation, the range, or why it stopped) and

@@ -65,6 +65,27 @@ pub enum HuntError {
     /// ([`state_dir::confirm_saved`]).
     #[error("{0}")]
     NotSaved(String),
+    /// Ctrl-C or SIGTERM stopped the hunt ([`crate::interrupt`]).
+    #[error(
+        "{0}: stopped the builds, boots and runs under way; the journal holds every step that \
+         finished; rerun the same command to resume"
+    )]
+    Interrupted(crate::interrupt::Interrupted),
+}
+
+impl HuntError {
+    /// The error of a hunt driven by [`crate::interrupt::block_on`]: its own, or the signal's.
+    pub fn or_interrupted<T>(
+        run: std::io::Result<Result<Result<T, HuntError>, crate::interrupt::Interrupted>>,
+    ) -> Result<T, HuntError> {
+        match run {
+            Ok(Ok(result)) => result,
+            Ok(Err(i)) => Err(HuntError::Interrupted(i)),
+            Err(e) => Err(HuntError::Infrastructure(format!(
+                "listening for SIGINT and SIGTERM: {e}"
+            ))),
+        }
+    }
 }
 
 impl From<driver::StopReason> for HuntError {
@@ -97,6 +118,7 @@ impl HuntError {
             | HuntError::Infrastructure(_)
             | HuntError::NotSaved(_) => exit_code::INFRASTRUCTURE,
             HuntError::BudgetSpent(_) => exit_code::AMBIGUOUS,
+            HuntError::Interrupted(i) => i.exit_code(),
         }
     }
 

@@ -41,7 +41,22 @@ fn hold(state_dir: &Path) -> Result<std::fs::File, HuntError> {
         .open(&path)
         .map_err(|e| HuntError::BadInput(format!("{}: {e}", path.display())))?;
     // SAFETY: flock(2) on a file descriptor we own.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    let take = || unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    // A lock that this process's last run of the hunt released can still be held for a
+    // moment by a child another thread forked while it was open: the copy of the descriptor
+    // lives until the child's exec closes it (close-on-exec), longer on a loaded machine.
+    // Seen with hunts run one after another beside other threads that spawn git (the
+    // library's own tests). A holder that is this process waits for that, briefly; another
+    // process is refused at once.
+    let mine =
+        || std::fs::read_to_string(&path).is_ok_and(|p| p.trim() == std::process::id().to_string());
+    let patience = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut held = take();
+    while !held && mine() && std::time::Instant::now() < patience {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        held = take();
+    }
+    if !held {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
         return Err(HuntError::BadInput(format!(
             "another `firstbad run` ({}) is running the hunt in {}: wait for it, or stop it \

@@ -201,18 +201,21 @@ fn engine(
         .enable_all()
         .build()
         .map_err(|e| HuntError::Infrastructure(format!("starting the executor: {e}")))?;
-    let end = rt.block_on(tracing::Instrument::instrument(
-        crate::exec::drive(
-            &mut driver,
-            &mut state,
-            &journal,
-            &builder,
-            &runners,
-            &crate::exec::Paths {
-                consoles: state_dir.join("runs"),
-            },
+    let end = HuntError::or_interrupted(crate::interrupt::block_on(
+        &rt,
+        tracing::Instrument::instrument(
+            crate::exec::drive(
+                &mut driver,
+                &mut state,
+                &journal,
+                &builder,
+                &runners,
+                &crate::exec::Paths {
+                    consoles: state_dir.join("runs"),
+                },
+            ),
+            tracing::info_span!("hunt", name = %cfg.name),
         ),
-        tracing::info_span!("hunt", name = %cfg.name),
     ))?;
     crate::hunt::state_dir::confirm_saved(&journal, &end)?;
     Ok(Outcome::of(end, state.confirmation.clone()))

@@ -136,15 +136,18 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         .enable_all()
         .build()
         .map_err(|e| HuntError::Infrastructure(format!("starting the executor: {e}")))?;
-    let result = rt.block_on(crate::exec::drive(
-        &mut driver,
-        &mut state,
-        &journal,
-        &NoBuild,
-        &checkouts,
-        &crate::exec::Paths {
-            consoles: cfg.state_dir.join("logs"),
-        },
+    let result = HuntError::or_interrupted(crate::interrupt::block_on(
+        &rt,
+        crate::exec::drive(
+            &mut driver,
+            &mut state,
+            &journal,
+            &NoBuild,
+            &checkouts,
+            &crate::exec::Paths {
+                consoles: cfg.state_dir.join("logs"),
+            },
+        ),
     ));
     for c in &checkouts {
         c.kill();

@@ -114,8 +114,11 @@ pub fn run_shell(
             Ok(None) => {}
             Err(e) => return Err(RunError::Wait(e)),
         }
-        if Instant::now() >= deadline {
-            timed_out = true;
+        // firstbad is stopping (Ctrl-C, SIGTERM, [`crate::interrupt`]): what the command
+        // started must not run on in a checkout; its result is not journalled.
+        let interrupted = crate::interrupt::requested().is_some();
+        if interrupted || Instant::now() >= deadline {
+            timed_out = !interrupted;
             // SAFETY: kill(2) on the process group created above.
             unsafe {
                 libc::kill(-pgid, libc::SIGKILL);
