@@ -223,6 +223,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
             metric: "p50".into(),
             split: true,
             probe: Default::default(),
+            same_kernel: true,
         },
         hosts: hosts
             .iter()

@@ -21,6 +21,9 @@ pub struct Settings {
     pub split: bool,
     /// Which commit the posterior phase boots next.
     pub probe: RefineProbe,
+    /// Commits whose builds are one kernel share their verdicts ([`super::same_kernel`]);
+    /// off with `[build] prune = false` or `--no-prune`, which boot every commit.
+    pub same_kernel: bool,
 }
 
 /// Which commit the posterior phase boots next.

@@ -737,6 +737,7 @@ pub fn settings(cfg: &HuntConfig) -> Settings {
         metric: cfg.workload.metric.clone(),
         split: cfg.paths.is_empty(),
         probe: Default::default(),
+        same_kernel: matches!(&cfg.build, Build::Source(b) if b.prune),
     }
 }
 

@@ -180,6 +180,8 @@ fn engine(
             metric: m.metric.field.clone(),
             split: cfg.paths.is_empty(),
             probe: Default::default(),
+            // A program's builds have no kernel identity.
+            same_kernel: false,
         },
         hosts: runners
             .iter()

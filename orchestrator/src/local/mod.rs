@@ -112,6 +112,8 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
             metric: String::new(),
             split: cfg.paths.is_empty(),
             probe: Default::default(),
+            // Exit-status hunts keep git's exact order, and checkouts have no kernel identity.
+            same_kernel: false,
         },
         hosts: (0..k)
             .map(|j| Slot {

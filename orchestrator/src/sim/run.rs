@@ -159,6 +159,8 @@ fn stage(
             metric: "fsync_latency_p50_ms".into(),
             split: true,
             probe,
+            // The product's default; the simulator's builds have no identity to share.
+            same_kernel: true,
         },
         hosts: vec![Slot {
             name: "sim".into(),

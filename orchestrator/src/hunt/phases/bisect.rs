@@ -46,12 +46,19 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
             }
             // One kernel, one verdict: from a commit that built the same kernel, else from
             // the boots of every commit that did.
-            Some(BuildOutcome::Built { .. }) => {
+            Some(BuildOutcome::Built { .. }) if s.same_kernel => {
                 same_kernel::verdict(state, commit, &d.plan.goods, &d.plan.bad).or_else(|| {
                     let (values, failures) = same_kernel::pooled(state, commit);
                     verdict_of(s, judge, &values, &failures, host)
                 })
             }
+            Some(BuildOutcome::Built { .. }) => verdict_of(
+                s,
+                judge,
+                &state.values(commit),
+                &state.failures(commit),
+                host,
+            ),
             None => None,
         };
         if let Some((verdict, reason)) = call {

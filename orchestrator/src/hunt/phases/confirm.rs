@@ -27,7 +27,7 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
     match (d.plan.first_parent)(commit) {
         Some(p) if pairs > 0 => match state.builds.get(&p) {
             None => d.build(state, &p),
-            Some(BuildOutcome::Built { .. }) if same_kernel(state, commit, &p) => {
+            Some(BuildOutcome::Built { .. }) if same_kernel(d, state, commit, &p) => {
                 not_a_change(d, state, judge, commit, &p)
             }
             Some(BuildOutcome::Built { .. }) => Decision::Record(Event::ConfirmStarted {
@@ -58,9 +58,11 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
     }
 }
 
-/// Whether the culprit and its parent built one kernel ([`super::super::same_kernel`]).
-fn same_kernel(state: &HuntState, commit: &str, parent: &str) -> bool {
-    super::super::same_kernel::others(state, commit).contains(&parent)
+/// Whether the culprit and its parent built one kernel ([`super::super::same_kernel`]), in a
+/// hunt that shares verdicts between such commits.
+fn same_kernel(d: &Driver, state: &HuntState, commit: &str, parent: &str) -> bool {
+    d.plan.settings.same_kernel
+        && super::super::same_kernel::others(state, commit).contains(&parent)
 }
 
 /// The end of a culprit whose kernel is its parent's: no boot can show a step that the
@@ -104,7 +106,7 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     if !matches!(state.builds.get(commit), Some(BuildOutcome::Built { .. })) {
         return d.build(state, commit);
     }
-    if same_kernel(state, commit, parent) {
+    if same_kernel(d, state, commit, parent) {
         return not_a_change(d, state, judge, commit, parent);
     }
     let since = |c: &str| {
