@@ -395,6 +395,20 @@ pub struct WorkloadResult {
 }
 
 impl WorkloadResult {
+    /// A result of `kind` with nothing in it yet: for a workload's summary to fill, and for
+    /// results that stand for a run (the simulator's, tests').
+    pub fn empty(kind: &str, duration_s: f64) -> WorkloadResult {
+        WorkloadResult {
+            kind: kind.to_owned(),
+            series: BTreeMap::new(),
+            metrics: BTreeMap::new(),
+            unavailable: BTreeMap::new(),
+            duration_s,
+            system: None,
+            vmstat: Vec::new(),
+        }
+    }
+
     /// Records `value` as metric `name` if it is finite, and as unavailable with `reason`
     /// otherwise (NaN and infinities serialise as `null`, which no reader can use).
     pub fn set_metric(&mut self, name: &str, value: f64, reason: &str) {

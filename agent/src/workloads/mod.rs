@@ -9,7 +9,6 @@ pub mod sequential;
 pub mod threads;
 
 use firstbad_wire::{percentile, Workload, WorkloadResult};
-use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
@@ -442,15 +441,7 @@ pub fn add_latency_metrics(
 
 /// An empty result of `kind`, for the workloads' summaries to fill.
 pub fn empty_result(kind: &str, duration_s: f64) -> WorkloadResult {
-    WorkloadResult {
-        kind: kind.to_owned(),
-        series: BTreeMap::new(),
-        metrics: BTreeMap::new(),
-        unavailable: BTreeMap::new(),
-        duration_s,
-        system: None,
-        vmstat: Vec::new(),
-    }
+    WorkloadResult::empty(kind, duration_s)
 }
 
 /// A small xorshift64 generator for random offsets: reproducible, no dependency.

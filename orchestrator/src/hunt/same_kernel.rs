@@ -157,15 +157,7 @@ mod tests {
             kernel_release: String::new(),
             boot_id: String::new(),
             value,
-            result: firstbad_wire::WorkloadResult {
-                kind: "test".into(),
-                series: Default::default(),
-                metrics: Default::default(),
-                unavailable: Default::default(),
-                duration_s: 0.0,
-                system: None,
-                vmstat: Vec::new(),
-            },
+            result: firstbad_wire::WorkloadResult::empty("test", 0.0),
             console: PathBuf::new(),
             boot_seconds: 0.0,
         }

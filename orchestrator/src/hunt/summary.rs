@@ -176,15 +176,7 @@ mod tests {
                 kernel_release: String::new(),
                 boot_id: String::new(),
                 value: 1.0,
-                result: firstbad_wire::WorkloadResult {
-                    kind: "fsync-latency".into(),
-                    series: Default::default(),
-                    metrics: Default::default(),
-                    unavailable: Default::default(),
-                    duration_s: 1.0,
-                    system: None,
-                    vmstat: Vec::new(),
-                },
+                result: firstbad_wire::WorkloadResult::empty("fsync-latency", 1.0),
                 console: PathBuf::new(),
                 boot_seconds: 1.0,
             }
