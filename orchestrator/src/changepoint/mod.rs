@@ -6,35 +6,34 @@
 //! a noisy neighbour — hits both alike, and the difference between them is the kernel's.
 //!
 //! Everything is on the oriented log scale of [`crate::sequential::oriented`] (larger is worse,
-//! noise multiplicative). Two views of the same nights:
+//! noise multiplicative). Three views of the same nights:
 //!
+//! - **The sum** ([`Detection::accumulated`], [`accumulate`]): the head's excess over the
+//!   host's level, night after night, added up until it is enough; a false alarm once in
+//!   `false_alarm_nights` quiet nights by design. This is what [`confirmed`] reads.
 //! - **Tonight** ([`Detection::tonight`], [`Detection::alarm`]): tonight's head boots against
-//!   tonight's reference boots, Student's t-test on the logs. With 4 boots a side the exact
-//!   Mann-Whitney test cannot go below p = 2/70 = 0.029, so it cannot reach `alpha` = 0.01 at
-//!   all; the t-test can, at the price of assuming roughly normal log values.
+//!   tonight's reference boots, Student's t-test on the logs, for the night's summary. With 4
+//!   boots a side the exact Mann-Whitney test cannot go below p = 2/70 = 0.029, so it cannot
+//!   reach `alpha` = 0.01 at all; the t-test can, at the price of assuming roughly normal logs.
 //! - **The history** ([`Detection::change_points`]): each night's relative value,
 //!   ln(median head / median reference) oriented, through E-divisive means ([`edivisive`],
-//!   Otava's defaults). That places a change among the nights, and sees one that creeps over
-//!   several nights, which no single night shows. Each change point is then checked boot by
-//!   boot ([`NightChange::test`]): head minus reference on the nights after it, against the
-//!   same on the nights before it, each night its own block (see [`Comparison`]).
-//!
-//! [`confirmed`] says when watch should start a hunt; its rule and the reason for each constant
-//! are on the function.
+//!   Otava's defaults), each change point checked boot by boot ([`NightChange::test`]): head
+//!   minus reference on the nights after it, against the same on the nights before it, each
+//!   night its own block (see [`Comparison`]). It lists improvements as well as regressions.
 //!
 //! The series starts with head == reference (the first night's head is usually the reference),
-//! so night 0's relative value is ~0, and "before the series" is taken as no difference. If the
-//! head already differs from the reference on the first nights, there is no change point to see
-//! in the history; the boot-level test of the first segment against zero finds it, and reports
-//! it as a change at night 0.
+//! so "before the series" is taken as no difference: a head that differs from the reference
+//! from the first nights is a change at night 0.
 //!
 //! [`edivisive`] and [`perfherder`] are also the re-implementations of Apache Otava's and
 //! Mozilla Perfherder's detectors that `firstbad sim --nightly` compares with.
 
+pub mod accumulate;
 pub mod edivisive;
 pub mod perfherder;
 mod ttest;
 
+pub use accumulate::{accumulate, AccumulateConfig, Accumulation};
 pub use edivisive::{change_points, ChangePoint, EDivisiveConfig};
 pub use perfherder::{alert_details, alerts, Alert, PerfherderConfig};
 
@@ -64,6 +63,8 @@ pub struct DetectConfig {
     pub alpha: f64,
     /// E-divisive on the nights' relative values: Otava's defaults (window 50 nights, p 0.001).
     pub edivisive: EDivisiveConfig,
+    /// The accumulating test's average number of quiet nights between two false alarms.
+    pub false_alarm_nights: f64,
 }
 
 impl Default for DetectConfig {
@@ -72,6 +73,17 @@ impl Default for DetectConfig {
             min_effect: 0.05,
             alpha: 0.01,
             edivisive: EDivisiveConfig::default(),
+            false_alarm_nights: AccumulateConfig::default().false_alarm_nights,
+        }
+    }
+}
+
+impl DetectConfig {
+    /// The accumulating test's settings.
+    pub fn accumulate(&self) -> AccumulateConfig {
+        AccumulateConfig {
+            min_effect: self.min_effect,
+            false_alarm_nights: self.false_alarm_nights,
         }
     }
 }
@@ -126,6 +138,8 @@ pub struct Detection {
     pub alarm_before: Option<Comparison>,
     /// The history's changes with |effect| ≥ min_effect, oldest first.
     pub change_points: Vec<NightChange>,
+    /// The accumulating test over the nights so far ([`accumulate`]).
+    pub accumulated: Option<Accumulation>,
     /// The regression confirmed tonight, by the rule of [`confirmed`].
     pub confirmed: Option<NightChange>,
 }
@@ -319,83 +333,64 @@ pub fn detect(nights: &[Night], direction: Direction, cfg: &DetectConfig) -> Det
         alarm,
         alarm_before,
         change_points: changes,
+        accumulated: accumulate(nights, direction, &cfg.accumulate()),
         confirmed: None,
     };
-    d.confirmed = confirm(&d, nights, direction, cfg);
+    d.confirmed = accumulated_change(&d, nights, direction, cfg);
     d
 }
 
 /// The regression confirmed tonight, if any: when `firstbad watch` should start a hunt (and
 /// between which nights: the night before `night` and `night`).
 ///
-/// The rule, the newest of:
-/// 1. **A change in the history**: E-divisive places a regression at night c (Otava's
-///    p ≤ 0.001 on the nights' relative values, |effect| ≥ min_effect), and the boot-level test
-///    of that change ([`NightChange::test`]) agrees: p < alpha (0.01) and effect ≥ min_effect.
-///    E-divisive alone chooses the most different split among all nights, so its p-value is
-///    optimistic (Otava asks 0.001 for that reason); the boot-level test uses every boot and
-///    the within-night noise, which host drift and host steps do not inflate, and refuses a
-///    split that the medians made look larger than the boots say.
-/// 2. **Different from the first night**: the first nights (before the first change point, at
-///    most [`FIRST_NIGHTS`], without the newest [`EDGE_NIGHTS`]) against no difference,
-///    p < alpha and effect ≥ min_effect: a change at night 0, the regression lies between the
-///    reference and the first head.
-/// 3. **Two alarms in a row**: tonight's and last night's own tests both fire (p < alpha,
-///    effect ≥ min_effect). Two false alarms in a row happen about once in 40 000 nights at
-///    alpha = 0.01 (each fires one-sided about once in 200); E-divisive needs a few nights on
-///    a short or noisy history, and a large step is worth a hunt tomorrow morning. The change
-///    is placed at last night.
+/// The rule: the accumulating test's newest alarm ([`accumulate`]): the head's excess over the
+/// host's level, added up night after night, passed the threshold that gives one false alarm
+/// in `false_alarm_nights` quiet nights. The change is placed where the test places it, and
+/// reported with the boot-level test of the nights from it against the nights before it.
+///
+/// Until issue 36 three rules judged the nights one by one or by their medians: an E-divisive
+/// change point that the boot-level test agreed with, the first week against no difference,
+/// and two nightly alarms in a row. They waited for a change to show in one night or in the
+/// nights' medians; the sum sees it from every boot as it comes (a 10% step at 10% boot noise:
+/// found within a week in 68% of simulated series against 39%, median 5 nights against 11;
+/// docs/nightly-detection.md). E-divisive's history is still computed
+/// ([`Detection::change_points`]) and shows improvements, which are recorded, not hunted.
 pub fn confirmed(d: &Detection) -> Option<NightChange> {
     d.confirmed.clone()
 }
 
-/// [`confirmed`]'s rule, applied once by [`detect`].
-fn confirm(
+/// The accumulating test's alarm as a change: placed where the test places it, with the
+/// boot-level test of the nights from it against the nights before it.
+fn accumulated_change(
     d: &Detection,
     nights: &[Night],
     direction: Direction,
     cfg: &DetectConfig,
 ) -> Option<NightChange> {
-    let history = d
-        .change_points
-        .iter()
-        .rev()
-        .find(|c| c.regression && is_regression(&c.test, cfg))
-        .cloned();
-    if history.is_some() {
-        return history;
-    }
-    let (Some(now), Some(before)) = (&d.alarm, &d.alarm_before) else {
-        return None;
-    };
-    let night = before.nights.start;
+    let alarms = &d.accumulated.as_ref()?.alarms;
+    let alarm = alarms.last()?;
+    let night = alarm.night;
     let n = nights.len();
-    // The two nights against the nights since the last change before them.
-    let from = d
-        .change_points
-        .iter()
-        .map(|c| c.night)
-        .filter(|&c| c < night)
-        .max()
-        .unwrap_or(0);
+    // Against the nights since the change before it (or the first night).
+    let from = alarms.iter().rev().nth(1).map_or(0, |a| a.night);
+    let before = (night > from).then(|| Blocks::of(nights, from..night, direction));
     let test = compare(
         Blocks::of(nights, night..n, direction),
-        Some(Blocks::of(nights, from..night, direction)),
+        before,
         night..n,
         cfg.alpha,
     )?;
-    let effect = ((now.effect.ln_1p() + before.effect.ln_1p()) / 2.0).exp_m1();
     Some(NightChange {
         night,
-        effect,
-        p_value: now.p_value.max(before.p_value),
+        effect: alarm.effect,
+        p_value: test.p_value,
         regression: true,
         test,
     })
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha12Rng;
@@ -410,7 +405,7 @@ mod tests {
 
     /// `n` nights of `boots` boots a side around 35 ms with `noise` relative noise per boot;
     /// the head at `level(night)` times the reference.
-    fn nights(
+    pub(super) fn nights(
         n: usize,
         boots: usize,
         noise: f64,
@@ -458,9 +453,10 @@ mod tests {
     fn fifty_quiet_nights_give_no_change() {
         // E-divisive at Otava's p 0.001 still lists a false change in about 2% of quiet
         // 50-night series (8 of 400 when this test was written: its split is the most
-        // different one of all, so its p-value is optimistic), and watching night by night
-        // looks 50 times. `firstbad sim --nightly` measured 0.22 false confirmations per 100
-        // quiet nights (one in ten 50-night series); 4 of 40 is that rate with room.
+        // different one of all, so its p-value is optimistic). The sum's design is one false
+        // alarm in 400 quiet nights (5 in these 2 000); `firstbad sim --nightly` measured 0.28-
+        // 0.53 per 100 quiet nights, 6-11 here; 12 of 40 is that rate with room, and a test
+        // that watched every night on its own would raise one every 100 nights (20 here).
         let (mut listed, mut confirmed) = (0, 0);
         for seed in 0..40 {
             let all = nights(50, 4, 0.1, 100 + seed, |_| 1.0);
@@ -475,7 +471,7 @@ mod tests {
             }
         }
         assert!(
-            confirmed <= 4,
+            confirmed <= 12,
             "{confirmed} of 40 quiet series confirmed a regression"
         );
         assert!(listed <= 4, "{listed} of 40 quiet series list a change");
@@ -493,8 +489,9 @@ mod tests {
                 d.confirmed.filter(|c| c.night >= 15).map(|c| (k - 1, c))
             });
             if let Some((when, c)) = hit {
-                // The split is placed by the nights' medians: a night early is within its reach.
-                assert!((19..=25).contains(&c.night), "seed {seed}: {c:?}");
+                // A creep's first steps are small: the sum places its start among them or up
+                // to three nights before, where a chance high night began the run.
+                assert!((16..=25).contains(&c.night), "seed {seed}: {c:?}");
                 if when <= 32 {
                     found += 1;
                 }

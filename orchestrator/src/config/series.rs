@@ -72,6 +72,8 @@ pub struct DetectSettings {
     pub max_p_value: f64,
     /// E-divisive's window, in nights (Otava's 50).
     pub window: usize,
+    /// The accumulating test: quiet nights between two false alarms, on average.
+    pub false_alarm_nights: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +111,7 @@ struct RawDetect {
     alpha: Option<f64>,
     max_p_value: Option<f64>,
     window: Option<i64>,
+    false_alarm_nights: Option<i64>,
 }
 
 /// `[series] boots`.
@@ -167,6 +170,14 @@ pub const DETECT_WINDOW: Bound = bounds::int(
     50,
     "nights E-divisive looks at around a change (Otava's default 50)",
 );
+/// `[detect] false_alarm_nights`.
+pub const DETECT_FALSE_ALARM_NIGHTS: Bound = bounds::int(
+    "detect.false_alarm_nights",
+    20,
+    1_000_000,
+    400,
+    "quiet nights between two false alarms of the accumulating test, on average; fewer find a change sooner",
+);
 
 /// Every number field of a series file's own tables.
 pub const SERIES_BOUNDS: &[Bound] = &[
@@ -177,6 +188,7 @@ pub const SERIES_BOUNDS: &[Bound] = &[
     DETECT_ALPHA,
     DETECT_MAX_P_VALUE,
     DETECT_WINDOW,
+    DETECT_FALSE_ALARM_NIGHTS,
 ];
 
 impl SeriesConfig {
@@ -375,6 +387,11 @@ impl SeriesConfig {
                 alpha: v.float(&DETECT_ALPHA, detect.alpha)?,
                 max_p_value: v.float(&DETECT_MAX_P_VALUE, detect.max_p_value)?,
                 window: v.int(&DETECT_WINDOW, None, detect.window)?,
+                false_alarm_nights: v.int(
+                    &DETECT_FALSE_ALARM_NIGHTS,
+                    None,
+                    detect.false_alarm_nights,
+                )?,
             },
             notify,
             hunt,

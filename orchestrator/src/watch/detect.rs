@@ -62,6 +62,7 @@ fn settings(cfg: &SeriesConfig) -> DetectConfig {
             max_p_value: cfg.detect.max_p_value,
             ..EDivisiveConfig::default()
         },
+        false_alarm_nights: cfg.detect.false_alarm_nights as f64,
     }
 }
 
