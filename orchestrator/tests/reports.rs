@@ -148,7 +148,7 @@ fn fixture() -> Fixture {
     std::fs::write(
         &hunt,
         format!(
-            "[hunt]\nname = \"dirty-ratio\"\nrepo = \"linux\"\ngood = \"{}\"\nbad = \"{}\"\n\n[build]\nconfig = \"kernel.config\"\n\n[[hosts]]\nkind = \"qemu\"\n\n[workload]\nfile = \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n\n[report]\nweb_link = \"https://git.example.org/linux/commit/?id={{commit}}\"\nbisected_by = \"Bea Bisector <bea@example.org>\"\nreported_by = \"Rita Reporter <rita@example.org>\"\n",
+            "[hunt]\nname = \"dirty-ratio\"\nrepo = \"linux\"\ngood = \"{}\"\nbad = \"{}\"\n\n[build]\nconfig = \"kernel.config\"\n\n[[hosts]]\nkind = \"qemu\"\n\n[workload]\nfile = \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n\n[report]\nweb_link = \"https://git.example.org/linux/commit/?id={{commit}}\"\nbisected_by = \"Bea Bisector <bea@example.org>\"\nreported_by = \"Rita Reporter <rita@example.org>\"\ncloses = \"https://bugzilla.kernel.org/show_bug.cgi?id=12309\"\n",
             ids[0],
             ids[ids.len() - 1]
         ),
@@ -409,6 +409,57 @@ fn email_names_the_culprit_with_numbers_log_and_trailers() {
         "{e}"
     );
     assert_eq!(r.confidence.level, "high", "{:?}", r.confidence);
+}
+
+/// Issue 34: the kernel test robot's shape. Its opening names the change and the commit, its
+/// table has every metric of the workload, parent against culprit, with %change and %stddev,
+/// and the trailers close the bug.
+#[test]
+fn email_opens_as_the_kernel_test_robot_does_with_every_metric_parent_against_culprit() {
+    let f = fixture();
+    let (r, _, _, _) = build_report(&f);
+    let e = report::email::email(&r);
+    let culprit = &f.ids[CULPRIT][..12];
+    let parent = &f.ids[CULPRIT - 1][..12];
+    let opening = e
+        .lines()
+        .find(|l| l.starts_with("firstbad noticed a +"))
+        .unwrap_or_else(|| panic!("no robot opening: {e}"));
+    assert!(
+        opening.ends_with("% regression of fsync_latency_p50_ms on:"),
+        "{opening}"
+    );
+    assert!(
+        e.contains(&format!("commit: {culprit} (\"{}\")", SUBJECTS[CULPRIT])),
+        "{e}"
+    );
+    assert!(e.contains("testing: dirty-ratio on qemu0"), "{e}");
+    assert!(
+        e.contains("workload: kind=fsync-latency, writers=1,"),
+        "{e}"
+    );
+    // The table: both commits, every metric of the workload, the hunt's first.
+    let t = r.metric_table.as_ref().expect("a metric table");
+    assert_eq!((&t.parent.id[..12], &t.culprit.id[..12]), (parent, culprit));
+    let names: Vec<&str> = t.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["fsync_latency_p50_ms", "fsync_latency_p99_ms"]);
+    let p50 = &t.rows[0];
+    // ~5 ms to ~55 ms, 2 boots each, apart: moved.
+    assert!(p50.change_pct > 700.0 && p50.moved, "{p50:?}");
+    assert_eq!((p50.parent.boots, p50.culprit.boots), (2, 2));
+    assert!(e.contains("%stddev     %change         %stddev"), "{e}");
+    let row = e
+        .lines()
+        .find(|l| l.ends_with("[*] fsync_latency_p50_ms"))
+        .unwrap_or_else(|| panic!("no p50 row: {e}"));
+    assert!(row.contains(&format!("{:+.1}%", p50.change_pct)), "{row}");
+    assert!(
+        e.contains("Closes: https://bugzilla.kernel.org/show_bug.cgi?id=12309"),
+        "{e}"
+    );
+    // The JSON carries the same table.
+    let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+    assert_eq!(v["metric_table"]["rows"][0]["name"], "fsync_latency_p50_ms");
 }
 
 #[test]

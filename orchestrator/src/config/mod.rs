@@ -190,6 +190,8 @@ pub struct ReportConfig {
     pub bisected_by: Option<String>,
     /// `Reported-by:` trailer of the e-mail report.
     pub reported_by: Option<String>,
+    /// `Closes:` trailer of the e-mail report: the bug report's address.
+    pub closes: Option<String>,
 }
 
 /// Where a kernel hunt's kernels come from: `[build] kind`.

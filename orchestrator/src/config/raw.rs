@@ -77,6 +77,7 @@ pub(super) struct RawReport {
     pub(super) web_link: Option<String>,
     pub(super) bisected_by: Option<String>,
     pub(super) reported_by: Option<String>,
+    pub(super) closes: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -89,6 +89,19 @@ fn report_table_is_optional_and_checked() {
     std::fs::write(&p, format!("{text}\n[report]\nreportd_by = \"x\"\n")).unwrap();
     let e = HuntConfig::load(&p).unwrap_err().to_string();
     assert!(e.contains("reportd_by"), "{e}");
+    // Closes: takes the bug's link, as checkpatch.pl wants.
+    std::fs::write(&p, format!("{text}\n[report]\ncloses = \"bug 12309\"\n")).unwrap();
+    let e = HuntConfig::load(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("report.closes") && e.contains("is not a link"),
+        "{e}"
+    );
+    let url = "https://bugzilla.kernel.org/show_bug.cgi?id=12309";
+    std::fs::write(&p, format!("{text}\n[report]\ncloses = \"{url}\"\n")).unwrap();
+    assert_eq!(
+        HuntConfig::load(&p).unwrap().report.closes.as_deref(),
+        Some(url)
+    );
 }
 
 #[test]

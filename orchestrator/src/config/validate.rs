@@ -287,10 +287,25 @@ fn report(v: &Validator, raw: super::raw::RawReport) -> Result<ReportConfig, Con
             ));
         }
     }
+    if let Some(url) = &raw.closes {
+        // checkpatch.pl wants a link after Closes:, the bug report's address.
+        if !(url.starts_with("https://") || url.starts_with("http://"))
+            || url.contains(char::is_whitespace)
+        {
+            return Err(v.field(
+                "report.closes",
+                format!(
+                    "{} is not a link: the bug report's address, e.g. \"https://bugzilla.kernel.org/show_bug.cgi?id=12309\"",
+                    snippet(url)
+                ),
+            ));
+        }
+    }
     Ok(ReportConfig {
         web_link: raw.web_link,
         bisected_by: raw.bisected_by,
         reported_by: raw.reported_by,
+        closes: raw.closes,
     })
 }
 

@@ -76,6 +76,7 @@ fn email_text(r: &Report) -> String {
     };
     let _ = writeln!(out, "{subject}\n");
     let _ = writeln!(out, "Hi,\n");
+    noticed(&mut out, r);
     // A prebuilt kernel has no subject: its package and version are its whole name.
     let named = |c: &super::CommitRef, side: &str| {
         let id = crate::hunt::short(&c.id);
@@ -222,6 +223,9 @@ fn email_text(r: &Report) -> String {
         r.confidence.level,
         r.confidence.reasons.join("; ")
     );
+    if let Some(t) = &r.metric_table {
+        metric_table(&mut out, t);
+    }
     if !r.snapshot_diff.is_empty() {
         let _ = writeln!(
             out,
@@ -280,6 +284,112 @@ fn email_text(r: &Report) -> String {
     out.lines()
         .map(|l| l.trim_end().to_owned() + "\n")
         .collect()
+}
+
+/// The kernel test robot's opening, for a culprit: "firstbad noticed a +X% regression of
+/// <metric> on: commit <id> ("<subject>")", its link, and what was tested where.
+fn noticed(out: &mut String, r: &Report) {
+    let Some(c) = &r.first_bad else { return };
+    // The hunt's metric from the culprit's parent to the culprit, else bad against good.
+    let change = r
+        .metric_table
+        .as_ref()
+        .and_then(|t| t.rows.iter().find(|row| row.name == r.metric))
+        .map(|row| row.change_pct)
+        .or_else(|| {
+            r.regression
+                .as_ref()
+                .map(|g| 100.0 * (g.median_ratio.value - 1.0))
+        });
+    let Some(change) = change else { return };
+    let _ = writeln!(
+        out,
+        "firstbad noticed a {change:+.1}% regression of {} on:\n",
+        r.metric
+    );
+    let _ = writeln!(
+        out,
+        "commit: {} (\"{}\")",
+        crate::hunt::short(&c.id),
+        c.subject
+    );
+    if let Some(l) = &c.link {
+        let _ = writeln!(out, "{l}");
+    }
+    let mut hosts: Vec<&str> = r
+        .commits
+        .iter()
+        .filter(|k| k.id == c.id)
+        .flat_map(|k| k.boots.iter().map(|b| b.host.as_str()))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let hosts = if hosts.is_empty() {
+        String::from("its test hosts")
+    } else {
+        hosts.join(", ")
+    };
+    let what = match &r.command {
+        Some(command) => format!("command: {command}"),
+        None => {
+            let text = std::fs::read_to_string(&r.workload_file).unwrap_or_default();
+            let params: Vec<String> = text
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or("").trim())
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| format!("{}={}", k.trim(), v.trim().trim_matches('"')))
+                .collect();
+            format!("workload: {}", params.join(", "))
+        }
+    };
+    let _ = writeln!(out, "\ntesting: {} on {hosts}\n{what}\n", r.name);
+}
+
+/// A mean as the robot prints one: fewer decimals as it grows.
+fn mean(x: f64) -> String {
+    match x.abs() {
+        a if a >= 1000.0 => format!("{x:.0}"),
+        a if a >= 100.0 => format!("{x:.1}"),
+        _ => format!("{x:.2}"),
+    }
+}
+
+/// Every metric of the workload, parent against culprit, in the kernel test robot's layout.
+fn metric_table(out: &mut String, t: &super::metrics::MetricTable) {
+    let _ = writeln!(
+        out,
+        "Every metric of the workload, the culprit's parent against the culprit\n\
+         (the mean of each commit's boots ± their standard deviation; [*]: moved\n\
+         beyond its noise, no boot of one within the other's range and a change of\n\
+         at least min_effect):\n"
+    );
+    let _ = writeln!(
+        out,
+        "{:>16} {:>16}",
+        crate::hunt::short(&t.parent.id),
+        crate::hunt::short(&t.culprit.id)
+    );
+    let _ = writeln!(out, "---------------- ---------------------------");
+    let _ = writeln!(out, "         %stddev     %change         %stddev");
+    let _ = writeln!(out, "             \\          |                \\");
+    for row in &t.rows {
+        let _ = writeln!(
+            out,
+            "{:>10} ±{:>3.0}% {:>+10.1}% {:>10} ±{:>3.0}%  {}{}",
+            mean(row.parent.mean),
+            row.parent.stddev_pct,
+            row.change_pct,
+            mean(row.culprit.mean),
+            row.culprit.stddev_pct,
+            if row.moved { "[*] " } else { "    " },
+            row.name
+        );
+    }
+    let (p, c) = t
+        .rows
+        .first()
+        .map_or((0, 0), |r| (r.parent.boots, r.culprit.boots));
+    let _ = writeln!(out, "\n({p} boots of the parent, {c} of the culprit)\n");
 }
 
 /// How a reproduction was made, in place of a bisection's: the kernels as they booted, the

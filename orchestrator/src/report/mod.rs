@@ -7,7 +7,8 @@
 //! the JSON form is that model serialised (schema: `docs/report-schema.md`).
 //!
 //! Files: `model.rs` holds the data model and its building from the journal, with
-//! `confidence.rs` (how sure the answer is) and `regression.rs` (how the endpoints differ);
+//! `confidence.rs` (how sure the answer is), `regression.rs` (how the endpoints differ) and
+//! `metrics.rs` (every metric of the workload, the culprit's parent against the culprit);
 //! `commits.rs` looks up commit metadata; the renderers are `markdown.rs`, `email.rs`,
 //! `html.rs` and `status.rs` (the live view), and `local.rs` reports `firstbad local` hunts.
 //! `text.rs` makes text taken from input inert for a terminal, Markdown and a mail.
@@ -18,6 +19,7 @@ pub mod email;
 pub mod html;
 pub mod local;
 mod markdown;
+pub mod metrics;
 mod model;
 mod regression;
 pub mod stats;

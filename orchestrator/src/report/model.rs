@@ -103,7 +103,11 @@ pub struct Report {
     pub pruned: Option<PrunedReport>,
     /// `git bisect log`, which `git bisect replay` accepts.
     pub bisect_log: String,
-    /// `Bisected-by:` and `Reported-by:` trailers from the hunt file.
+    /// Every metric of the workload, the culprit's parent against the culprit, once the
+    /// re-test has booted both (issue 34).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_table: Option<super::metrics::MetricTable>,
+    /// `Reported-by:`, `Bisected-by:` and `Closes:` trailers from the hunt file.
     pub trailers: Vec<String>,
 }
 
@@ -519,6 +523,21 @@ impl Report {
         if let Some(b) = &ctx.settings.bisected_by {
             trailers.push(format!("Bisected-by: {b}"));
         }
+        if let Some(c) = &ctx.settings.closes {
+            trailers.push(format!("Closes: {c}"));
+        }
+        let metric_table = match (&first_bad, &state.confirmation) {
+            (Some(c), Some(conf)) if conf.commit == c.id && !conf.parent.is_empty() => {
+                super::metrics::table(
+                    state,
+                    commit_ref(commits, &conf.parent),
+                    commit_ref(commits, &c.id),
+                    ctx.metric,
+                    ctx.classify.min_effect,
+                )
+            }
+            _ => None,
+        };
         Report {
             schema: SCHEMA,
             name: ctx.name.to_owned(),
@@ -561,6 +580,7 @@ impl Report {
                     .collect(),
             }),
             bisect_log: bisect_log(id, state, commits),
+            metric_table,
             trailers,
         }
     }
