@@ -813,3 +813,67 @@ fn a_100_kb_subject_is_cut_in_the_email_report_and_no_line_passes_998_bytes() {
     }
     assert!(!email.contains('\x1b'));
 }
+
+/// Issue 34: `firstbad report --bundle DIR` writes what a maintainer reruns the conviction
+/// with: a hunt file of the culprit and its parent that loads as one, the kernel config, the
+/// workload, the script and the e-mail report, in DIR and in DIR.tar.
+#[test]
+fn a_reproduce_bundle_holds_a_hunt_file_of_the_culprit_and_its_parent_that_loads() {
+    let f = fixture();
+    let out_dir = tempfile::tempdir().unwrap();
+    let dir = out_dir.path().join("dirty-ratio-bundle");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(["report", f.cfg.source.to_str().unwrap(), "--bundle"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let cfg = HuntConfig::load(&dir.join("hunt.toml")).unwrap();
+    assert_eq!(cfg.name, "dirty-ratio-reproduce");
+    assert_eq!(cfg.goods, [f.ids[CULPRIT - 1].clone()]);
+    assert_eq!(cfg.bad, f.ids[CULPRIT]);
+    assert_eq!(cfg.repo, f.cfg.repo, "the repository as the hunt had it");
+    assert!(cfg.state_dir.starts_with(&dir), "{:?}", cfg.state_dir);
+    // The hunt's other settings kept.
+    assert_eq!(cfg.report.bisected_by, f.cfg.report.bisected_by);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("kernel.config")).unwrap(),
+        "CONFIG_64BIT=y\n"
+    );
+    assert!(std::fs::read_to_string(dir.join("fsync.toml"))
+        .unwrap()
+        .contains("kind = \"fsync-latency\""));
+    let script = std::fs::read_to_string(dir.join("reproduce.sh")).unwrap();
+    assert!(
+        script.contains("exec firstbad reproduce hunt.toml"),
+        "{script}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.join("reproduce.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "executable");
+    assert!(std::fs::read_to_string(dir.join("report.txt"))
+        .unwrap()
+        .contains("firstbad noticed a +"));
+    let listing = std::process::Command::new("tar")
+        .arg("-tf")
+        .arg(out_dir.path().join("dirty-ratio-bundle.tar"))
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    for name in [
+        "hunt.toml",
+        "kernel.config",
+        "fsync.toml",
+        "reproduce.sh",
+        "report.txt",
+    ] {
+        assert!(
+            listing.contains(&format!("dirty-ratio-bundle/{name}")),
+            "{listing}"
+        );
+    }
+}

@@ -88,6 +88,11 @@ pub(crate) enum Command {
         /// Write the report to this file instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Write a reproduce bundle into this directory and DIR.tar: the kernel config, the
+        /// workload file, a hunt file of the culprit and its parent, a script that runs
+        /// `firstbad reproduce` on them, and the e-mail report.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["format", "html", "output"])]
+        bundle: Option<PathBuf>,
     },
     /// Build one revision with the hunt's settings, boot it once and run the workload:
     /// check a set-up before starting a long hunt. Records nothing in the hunt's journal.
@@ -249,9 +254,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             format,
             html,
             output,
-        } => match html {
-            Some(file) => report::report_cmd(&hunt, Some(Format::Html), Some(file)),
-            None => report::report_cmd(&hunt, Some(format), output),
+            bundle,
+        } => match (html, bundle) {
+            (_, Some(dir)) => report::bundle_cmd(&hunt, &dir),
+            (Some(file), None) => report::report_cmd(&hunt, Some(Format::Html), Some(file)),
+            (None, None) => report::report_cmd(&hunt, Some(format), output),
         },
         Command::Log { hunt } => report::report_cmd(&hunt, None, None),
         Command::Sim(args) => sim::run(args),

@@ -28,13 +28,7 @@ pub(super) fn report_cmd(
     };
     let (repo, state_dir) = (file.repo(), file.state_dir());
     let Some((id, state)) = open_state(state_dir, "")? else {
-        eprintln!(
-            "firstbad: {}: no journal in {}: run `firstbad run {}` first",
-            ctx.name,
-            state_dir.display(),
-            hunt.display()
-        );
-        return Ok(exit_code::BAD_INPUT);
+        return Ok(no_journal(ctx.name, state_dir, hunt));
     };
     let text = render(&ctx, repo, &id, &state, format);
     let text = with_steps(text, &ctx, repo, state_dir, format)?;
@@ -112,6 +106,67 @@ fn with_steps(
     Ok(text)
 }
 
+/// Says that `hunt` has not run yet; the exit code.
+fn no_journal(name: &str, state_dir: &Path, hunt: &Path) -> u8 {
+    eprintln!(
+        "firstbad: {name}: no journal in {}: run `firstbad run {}` first",
+        state_dir.display(),
+        hunt.display()
+    );
+    exit_code::BAD_INPUT
+}
+
+/// `firstbad report --bundle DIR`: the reproduce bundle of a kernel hunt's culprit.
+pub(super) fn bundle_cmd(hunt: &Path, dir: &Path) -> anyhow::Result<u8> {
+    let file = match load_file(hunt) {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    let HuntFile::Kernel(cfg) = &file else {
+        eprintln!(
+            "firstbad: {}: a reproduce bundle is made for a kernel hunt; a command hunt's \
+             culprit is rerun with `firstbad run` on its hunt file",
+            hunt.display()
+        );
+        return Ok(exit_code::BAD_INPUT);
+    };
+    let ctx = report_context(&file, false).expect("a kernel hunt is measured");
+    let Some((id, state)) = open_state(&cfg.state_dir, "")? else {
+        return Ok(no_journal(&cfg.name, &cfg.state_dir, hunt));
+    };
+    let Some(firstbad::journal::HuntEnd::Found { commit }) = &state.end else {
+        eprintln!(
+            "firstbad: {}: no first bad commit yet: a bundle reproduces a culprit against its \
+             parent (`firstbad status {}`)",
+            cfg.name,
+            hunt.display()
+        );
+        return Ok(exit_code::BAD_INPUT);
+    };
+    // The parent the re-test measured, else the culprit's first parent in git.
+    let parent = match &state.confirmation {
+        Some(c) if &c.commit == commit && !c.parent.is_empty() => c.parent.clone(),
+        _ => {
+            let repo = git2::Repository::open(&cfg.repo)?;
+            let oid = git2::Oid::from_str(commit)?;
+            let parent = repo.find_commit(oid)?.parent_id(0)?;
+            parent.to_string()
+        }
+    };
+    let email = render(&ctx, &cfg.repo, &id, &state, Some(Format::Email));
+    let tar = report::bundle::write(dir, cfg, &parent, commit, &email)?;
+    eprintln!(
+        "firstbad: wrote {} and {}: `{}/{}` boots {} against {}",
+        dir.display(),
+        tar.display(),
+        dir.display(),
+        report::bundle::SCRIPT,
+        hunt::short(commit),
+        hunt::short(&parent)
+    );
+    Ok(exit_code::OK)
+}
+
 /// A measured hunt's report in `format` (the bisect log for `None`).
 pub(super) fn render(
     ctx: &report::Context,
@@ -167,13 +222,7 @@ fn local_report_cmd(
         None
     };
     let Some((id, entries)) = opened else {
-        eprintln!(
-            "firstbad: {}: no journal in {}: run `firstbad run {}` first",
-            cfg.name,
-            cfg.state_dir.display(),
-            hunt.display()
-        );
-        return Ok(exit_code::BAD_INPUT);
+        return Ok(no_journal(&cfg.name, &cfg.state_dir, hunt));
     };
     let commits = report::GitCommits::open(&cfg.repo);
     let text = match format {

@@ -11,8 +11,10 @@
 //! `metrics.rs` (every metric of the workload, the culprit's parent against the culprit);
 //! `commits.rs` looks up commit metadata; the renderers are `markdown.rs`, `email.rs`,
 //! `html.rs` and `status.rs` (the live view), and `local.rs` reports `firstbad local` hunts.
+//! `bundle.rs` writes the reproduce bundle (`firstbad report --bundle`).
 //! `text.rs` makes text taken from input inert for a terminal, Markdown and a mail.
 
+pub mod bundle;
 mod commits;
 mod confidence;
 pub mod email;
