@@ -16,7 +16,26 @@ pub enum IdentityError {
     BootId(#[source] std::io::Error),
 }
 
-/// Reads the running kernel's identity with `uname(2)` and `/proc`, nothing else.
+/// The boot id, read once: it cannot change while this process runs, and reading it again
+/// takes a descriptor, which a server at its descriptor limit (idle connections holding the
+/// rest) does not have: `GET /v1/identity` answered 500 "Too many open files" to the token
+/// holder under 200 idle connections past a 64-descriptor limit on a loaded machine (issue 38).
+static BOOT_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn boot_id() -> Result<String, IdentityError> {
+    if let Some(id) = BOOT_ID.get() {
+        return Ok(id.clone());
+    }
+    let id = std::fs::read_to_string(BOOT_ID_PATH)
+        .map_err(IdentityError::BootId)?
+        .trim()
+        .to_owned();
+    Ok(BOOT_ID.get_or_init(|| id).clone())
+}
+
+/// Reads the running kernel's identity with `uname(2)` and `/proc` (the boot id once), nothing
+/// else. The server calls it before it accepts a connection, so the boot id is read while
+/// descriptors are free.
 pub fn identity() -> Result<Identity, IdentityError> {
     // SAFETY: utsname is plain old data; all-zero bytes are a valid value.
     let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
@@ -24,12 +43,12 @@ pub fn identity() -> Result<Identity, IdentityError> {
     if unsafe { libc::uname(&mut uts) } != 0 {
         return Err(IdentityError::Uname(std::io::Error::last_os_error()));
     }
-    let boot_id = std::fs::read_to_string(BOOT_ID_PATH).map_err(IdentityError::BootId)?;
+    let boot_id = boot_id()?;
     Ok(Identity {
         protocol: PROTOCOL_VERSION,
         agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         kernel_release: c_field(&uts.release),
-        boot_id: boot_id.trim().to_owned(),
+        boot_id,
         hostname: c_field(&uts.nodename),
     })
 }

@@ -192,6 +192,8 @@ fn serve_api(cli: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // The identity read now, while descriptors are free (identity.rs, BOOT_ID).
+    crate::identity::identity().context("reading this kernel's identity")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(cli.listen)
             .await
