@@ -286,11 +286,21 @@ async fn api_case(rng: &mut ChaCha8Rng, agent: &Agent, outside: &str, tally: &mu
                     .json()
                     .await
                     .expect("RunStatus");
-                assert_ne!(
-                    s.state,
-                    firstbad_wire::RunState::Running,
-                    "cancel took > 10 s"
-                );
+                // The cancel waits 10 s for the run to stop; a run inside one blocking call (an
+                // fsync or a cache drop behind a busy disk: a kernel build's writes on a shared
+                // machine) stops when the call returns. It answers "still running" honestly;
+                // the property is that the run then ends, not how fast this machine's disk is
+                // (red once in a fast-tier run beside a suite run, issue 38).
+                if s.state == firstbad_wire::RunState::Running {
+                    let ended = Instant::now() + Duration::from_secs(120);
+                    while agent.status(&id).await.state == firstbad_wire::RunState::Running {
+                        assert!(
+                            Instant::now() < ended,
+                            "run {id} still running 2 min after its cancel"
+                        );
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
