@@ -352,7 +352,7 @@ pub fn detect(nights: &[Night], direction: Direction, cfg: &DetectConfig) -> Det
 /// change point that the boot-level test agreed with, the first week against no difference,
 /// and two nightly alarms in a row. They waited for a change to show in one night or in the
 /// nights' medians; the sum sees it from every boot as it comes (a 10% step at 10% boot noise:
-/// found within a week in 68% of simulated series against 39%, median 5 nights against 11;
+/// found within a week in 69% of simulated series against 39%, median 6 nights against 11;
 /// docs/nightly-detection.md). E-divisive's history is still computed
 /// ([`Detection::change_points`]) and shows improvements, which are recorded, not hunted.
 pub fn confirmed(d: &Detection) -> Option<NightChange> {
@@ -454,8 +454,8 @@ pub(super) mod tests {
         // E-divisive at Otava's p 0.001 still lists a false change in about 2% of quiet
         // 50-night series (8 of 400 when this test was written: its split is the most
         // different one of all, so its p-value is optimistic). The sum's design is one false
-        // alarm in 400 quiet nights (5 in these 2 000); `firstbad sim --nightly` measured 0.28-
-        // 0.53 per 100 quiet nights, 6-11 here; 12 of 40 is that rate with room, and a test
+        // alarm in 400 quiet nights (5 in these 2 000); `firstbad sim --nightly` measured 0.39-
+        // 0.50 per 100 quiet nights, 8-10 here; 12 of 40 is that rate with room, and a test
         // that watched every night on its own would raise one every 100 nights (20 here).
         let (mut listed, mut confirmed) = (0, 0);
         for seed in 0..40 {
