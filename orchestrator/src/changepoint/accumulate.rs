@@ -27,9 +27,12 @@
 //!   excess, v its variance and δ = ln(1 + min_effect). It fires when S passes the threshold
 //!   that gives, on a quiet series, one false alarm in `false_alarm_nights` nights on average
 //!   (Siegmund's approximation of the average run length, solved for the threshold).
-//! - **Where the change is**: of the nights since the sum last stood at 0, the split that
-//!   maximises the excess after it (the sum restarted with the excess estimated from those
-//!   nights), so a night that drifted up by chance before the change is not named.
+//! - **Where the change is**: among the nights since the last change (at most [`PLACE_BACK`]
+//!   before the sum's current run), the split with the largest likelihood ratio of a move
+//!   estimated from the nights after it, so a night that drifted up by chance before the
+//!   change is not named.
+//! - **After an alarm** the sum starts again from the head's new level, re-estimated from the
+//!   nights since the change while the sum stands at 0.
 //!
 //! A creep adds up like a step; an improvement (negative excess) only drains the sum.
 
@@ -309,10 +312,7 @@ pub fn accumulate(
     let mut alarms = Vec::new();
     for i in 0..evidence.len() {
         if let (Some(at), true) = (changed_at, from == i) {
-            (offset, offset_var) = (
-                weighted(&evidence[at..i]),
-                precision(&evidence[at..i]).recip(),
-            );
+            (offset, offset_var) = pooled(&evidence[at..i]);
         }
         let e = &mut evidence[i];
         let v = e.sd * e.sd + offset_var;
@@ -327,13 +327,12 @@ pub fn accumulate(
                 .map_or(0, |at| at + 1)
                 .max(from.saturating_sub(PLACE_BACK));
             let at = start + place(&evidence[start..=i], offset);
-            let level = weighted(&evidence[at..=i]);
+            let (level, var) = pooled(&evidence[at..=i]);
             alarms.push(Alarm {
                 night: evidence[at].night,
                 raised: evidence[i].night,
                 effect: (level - offset).exp_m1(),
             });
-            let var = precision(&evidence[at..=i]).recip();
             (sum, offset, offset_var, from, changed_at) = (0.0, level, var, i + 1, Some(at));
         }
     }
@@ -345,18 +344,13 @@ pub fn accumulate(
     })
 }
 
-/// Σ 1/v over some nights: the precision of their weighted excess.
-fn precision(nights: &[NightEvidence]) -> f64 {
-    nights.iter().map(|e| 1.0 / (e.sd * e.sd)).sum()
-}
-
-/// The precision-weighted excess of some nights.
-fn weighted(nights: &[NightEvidence]) -> f64 {
+/// The precision-weighted excess of some nights, and its variance (1 / Σ 1/v).
+fn pooled(nights: &[NightEvidence]) -> (f64, f64) {
     let (num, den) = nights.iter().fold((0.0, 0.0), |(n, d), e| {
         let w = 1.0 / (e.sd * e.sd);
         (n + w * e.excess, d + w)
     });
-    num / den
+    (num / den, den.recip())
 }
 
 /// Where among some nights the change from `offset` lies (its index): the split with the
