@@ -144,9 +144,9 @@ pub(super) fn bundle_cmd(hunt: &Path, dir: &Path) -> anyhow::Result<u8> {
         return Ok(exit_code::BAD_INPUT);
     };
     // The parent the re-test measured, else the culprit's first parent in git.
-    let parent = match &state.confirmation {
-        Some(c) if &c.commit == commit && !c.parent.is_empty() => c.parent.clone(),
-        _ => {
+    let parent = match state.retested_parent(commit) {
+        Some(p) => p.to_owned(),
+        None => {
             let repo = git2::Repository::open(&cfg.repo)?;
             let oid = git2::Oid::from_str(commit)?;
             let parent = repo.find_commit(oid)?.parent_id(0)?;

@@ -178,6 +178,14 @@ impl HuntState {
         s
     }
 
+    /// The parent the final re-test measured `culprit` against, once it has.
+    pub fn retested_parent(&self, culprit: &str) -> Option<&str> {
+        self.confirmation
+            .as_ref()
+            .filter(|c| c.commit == culprit && !c.parent.is_empty())
+            .map(|c| c.parent.as_str())
+    }
+
     /// The one way the state changes: by an event, live or replayed.
     pub fn apply(&mut self, event: &Event) {
         match event {

@@ -70,9 +70,9 @@ pub fn write(
         |n| n.to_string_lossy().into_owned(),
     );
     let copy = |from: &Path, name: &str| -> Result<(), BundleError> {
-        let bytes = std::fs::read(from).map_err(io(from))?;
-        let to = dir.join(name);
-        std::fs::write(&to, bytes).map_err(io(&to))
+        std::fs::copy(from, dir.join(name))
+            .map(drop)
+            .map_err(io(from))
     };
     copy(&build.kernel_config, KERNEL_CONFIG)?;
     copy(&cfg.workload.file, &workload_name)?;

@@ -331,16 +331,7 @@ fn noticed(out: &mut String, r: &Report) {
     };
     let what = match &r.command {
         Some(command) => format!("command: {command}"),
-        None => {
-            let text = std::fs::read_to_string(&r.workload_file).unwrap_or_default();
-            let params: Vec<String> = text
-                .lines()
-                .map(|l| l.split('#').next().unwrap_or("").trim())
-                .filter_map(|l| l.split_once('='))
-                .map(|(k, v)| format!("{}={}", k.trim(), v.trim().trim_matches('"')))
-                .collect();
-            format!("workload: {}", params.join(", "))
-        }
+        None => format!("workload: {}", r.workload_parameters.join(", ")),
     };
     let _ = writeln!(out, "\ntesting: {} on {hosts}\n{what}\n", r.name);
 }

@@ -62,7 +62,7 @@ fn values(state: &HuntState, commit: &str) -> BTreeMap<String, Vec<f64>> {
 
 fn side(v: &[f64]) -> MetricSide {
     let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
+    let mean = crate::stats::mean(v);
     let sd = if v.len() > 1 {
         (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
     } else {

@@ -109,6 +109,10 @@ pub struct Report {
     pub metric_table: Option<super::metrics::MetricTable>,
     /// `Reported-by:`, `Bisected-by:` and `Closes:` trailers from the hunt file.
     pub trailers: Vec<String>,
+    /// The workload file's settings as `key=value` (`writers=1`), for the e-mail's opening;
+    /// the JSON has the file's path.
+    #[serde(skip)]
+    pub workload_parameters: Vec<String>,
 }
 
 /// What pruning left out of the range, with why.
@@ -526,18 +530,24 @@ impl Report {
         if let Some(c) = &ctx.settings.closes {
             trailers.push(format!("Closes: {c}"));
         }
-        let metric_table = match (&first_bad, &state.confirmation) {
-            (Some(c), Some(conf)) if conf.commit == c.id && !conf.parent.is_empty() => {
-                super::metrics::table(
-                    state,
-                    commit_ref(commits, &conf.parent),
-                    commit_ref(commits, &c.id),
-                    ctx.metric,
-                    ctx.classify.min_effect,
-                )
-            }
-            _ => None,
-        };
+        // Read once: the reproduction carries its text, the e-mail its settings.
+        let workload = std::fs::read_to_string(ctx.workload_file).ok();
+        let workload_parameters = workload
+            .iter()
+            .flat_map(|text| text.lines())
+            .map(|l| l.split('#').next().unwrap_or("").trim())
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| format!("{}={}", k.trim(), v.trim().trim_matches('"')))
+            .collect();
+        let metric_table = first_bad.as_ref().and_then(|c| {
+            super::metrics::table(
+                state,
+                commit_ref(commits, state.retested_parent(&c.id)?),
+                commit_ref(commits, &c.id),
+                ctx.metric,
+                ctx.classify.min_effect,
+            )
+        });
         Report {
             schema: SCHEMA,
             name: ctx.name.to_owned(),
@@ -549,7 +559,7 @@ impl Report {
             reproduction: ctx.reproduction.then(|| Reproduction {
                 good_release: release_of(state, &id.good),
                 bad_release: release_of(state, &id.bad),
-                workload: std::fs::read_to_string(ctx.workload_file).ok(),
+                workload: workload.clone(),
             }),
             metric: ctx.metric.to_owned(),
             direction: match ctx.direction {
@@ -582,6 +592,7 @@ impl Report {
             bisect_log: bisect_log(id, state, commits),
             metric_table,
             trailers,
+            workload_parameters,
         }
     }
 
