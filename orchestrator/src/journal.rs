@@ -267,6 +267,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         boots: Option<usize>,
     },
+    /// What the rest of the hunt should cost and whether it can name the culprit, from the
+    /// baselines' model ([`crate::forecast`]); written once, after `BaselinesConfirmed` and
+    /// before the first candidate, by hunts that forecast (`firstbad run`, `firstbad plan`).
+    Forecast(crate::forecast::Forecast),
     /// A run of `firstbad run` began: nothing an earlier run started is still running (its
     /// steps are redone). `tuning` holds the settings that may change between runs (alpha,
     /// beta, boot caps, refinement, confirmation) as this run used them.

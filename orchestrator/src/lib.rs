@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod files;
+pub mod forecast;
 pub mod history;
 pub mod hosts;
 pub mod hunt;

@@ -239,6 +239,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         stop_at_baselines: false,
         pairs: None,
         budget: None,
+        forecast: firstbad::hunt::driver::Forecasting::Off,
     }
 }
 

@@ -28,7 +28,8 @@ use std::process::ExitCode;
 ///
 /// Exit codes: 0 found (or success), 1 error, 2 bad input (hunt file, revisions, a state
 /// directory holding a hunt's files but no whole journal), 3 regression not reproduced,
-/// 4 ambiguous (only skipped commits left, or the culprit not confirmed), 5 infrastructure
+/// 4 ambiguous (only skipped commits left, the culprit not confirmed, or a forecast's no-go),
+/// 5 infrastructure
 /// failure (a host, an endpoint that does not build or boot, a result that could not be saved).
 #[derive(Parser)]
 #[command(name = "firstbad", version, about, long_about)]
@@ -61,6 +62,18 @@ pub(crate) enum Command {
         /// keeps its journal's choice.
         #[arg(long)]
         no_prune: bool,
+        /// Go on past a forecast that says the hunt is unlikely to name the culprit (a no-go
+        /// stops the hunt before its first candidate, exit 4, and says what would help).
+        #[arg(long)]
+        despite_forecast: bool,
+    },
+    /// Measure the endpoints as the hunt's baselines, then print the forecast of the rest:
+    /// the regression against the noise, the boots, builds and hours it should take on these
+    /// hosts, and the chance of naming the culprit (exit 0 go, 4 no-go). Nothing past the
+    /// baselines runs; they stay in the hunt's journal, and `firstbad run` goes on from them.
+    Plan {
+        /// The hunt file.
+        hunt: PathBuf,
     },
     /// Show where a hunt is (safe while it runs, from another terminal).
     Status {
@@ -227,7 +240,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             restore_host,
             fresh,
             no_prune,
-        } => run::run(&hunt, replay, restore_host, fresh, no_prune),
+            despite_forecast,
+        } => {
+            let forecast = if despite_forecast {
+                hunt::Forecasting::Advise
+            } else {
+                hunt::Forecasting::Gate
+            };
+            run::run(&hunt, replay, restore_host, fresh, no_prune, forecast)
+        }
+        Command::Plan { hunt: file } => run::run(
+            &file,
+            None,
+            Vec::new(),
+            false,
+            false,
+            hunt::Forecasting::Only,
+        ),
         Command::Watch {
             series,
             every,

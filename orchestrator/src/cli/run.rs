@@ -16,6 +16,7 @@ pub(super) fn run(
     restore_host: Vec<String>,
     fresh: bool,
     no_prune: bool,
+    forecast: hunt::Forecasting,
 ) -> anyhow::Result<u8> {
     let mut file = match load_file(hunt) {
         Ok(c) => c,
@@ -57,8 +58,16 @@ pub(super) fn run(
     let result = match &file {
         HuntFile::Kernel(cfg) => {
             let rt = runtime()?;
-            let run = hunt::run_with(cfg, replay.as_deref(), &restore_host);
+            let run = hunt::run_with(cfg, replay.as_deref(), &restore_host, forecast);
             hunt::HuntError::or_interrupted(firstbad::interrupt::block_on(&rt, run))
+        }
+        HuntFile::Local(_) if forecast == hunt::Forecasting::Only => {
+            eprintln!(
+                "{}: firstbad plan is for kernel hunts: a [test] hunt's runs take seconds, run \
+                 it",
+                hunt.display()
+            );
+            return Ok(firstbad::error::exit_code::BAD_INPUT);
         }
         HuntFile::Local(_) if !restore_host.is_empty() => {
             eprintln!(
@@ -122,11 +131,25 @@ pub(super) fn print_outcome(
             outcome.exit_code
         }
         Err(e) => {
+            if let hunt::HuntError::Forecast(_) = &e {
+                print_forecast(file);
+            }
             eprintln!("firstbad: {e}");
             if e.exit_code() == exit_code::INFRASTRUCTURE && e.resumes() {
                 eprintln!("firstbad: the journal is intact; rerun the same command to resume");
             }
             e.exit_code()
+        }
+    }
+}
+
+/// The forecast the hunt's journal holds, a line each (`firstbad plan`, a no-go).
+fn print_forecast(file: &HuntFile) {
+    let state = super::open_state(file.state_dir(), "").ok().flatten();
+    if let Some(f) = state.and_then(|(_, s)| s.forecast) {
+        println!("forecast:");
+        for line in f.lines() {
+            println!("  {line}");
         }
     }
 }

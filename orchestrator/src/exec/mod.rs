@@ -513,6 +513,11 @@ fn say(event: &Event, state: &HuntState) {
             reason,
         } => tracing::info!("{} is {}: {reason}", short(commit), verdict.as_str()),
         Event::BaselinesConfirmed { summary, .. } => tracing::info!("baselines: {summary}"),
+        Event::Forecast(f) => {
+            for line in f.lines() {
+                tracing::info!("forecast: {line}");
+            }
+        }
         Event::DriftCheck {
             drifted: false,
             summary,

@@ -6,7 +6,7 @@
 //! while the prebuilt stage, ended, is not measured again.
 
 use super::prelude::HuntRange;
-use super::{engine, HuntError, Outcome, Run};
+use super::{engine, Forecasting, HuntError, Outcome, Run};
 use crate::config::{Build, ChainConfig, HuntConfig};
 use crate::hunt::state::HuntState;
 use crate::journal::{HuntEnd, Journal, Verdict};
@@ -122,6 +122,8 @@ pub async fn run_source(source: &HuntConfig, restore: &[String]) -> Result<Outco
         stop_at_baselines: false,
         pairs: None,
         budget: None,
+        // Between two kernels the first stage confirmed: its cost was forecast there.
+        forecast: Forecasting::Off,
         replay: None,
         restore,
         carried: &[],

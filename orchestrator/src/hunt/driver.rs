@@ -57,6 +57,24 @@ pub struct Plan {
     /// `firstbad watch`'s automatic hunt: stop once this many boots are spent without an
     /// answer.
     pub budget: Option<usize>,
+    /// Whether the hunt forecasts its cost once the baselines are in, and what a no-go does.
+    pub forecast: Forecasting,
+}
+
+/// Whether a hunt forecasts the rest of its cost once its baselines are in
+/// ([`crate::forecast`]), and what it does with a no-go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forecasting {
+    /// No forecast: two kernels compared (reproduce, a night), a later step of the regression,
+    /// a hunt the simulator runs (a forecast's own).
+    Off,
+    /// Forecast, and stop on a no-go for a person (`firstbad run`).
+    Gate,
+    /// Forecast, and go on whatever it says (`firstbad run --despite-forecast`).
+    Advise,
+    /// Forecast, then stop: the baselines stay in the journal for `firstbad run`
+    /// (`firstbad plan`).
+    Only,
 }
 
 /// How a hunt judges a commit.
@@ -137,6 +155,22 @@ pub enum StopReason {
     /// The test host moved, and stayed moved past `drift_lasts_boots` and `_minutes`.
     #[error("{0}")]
     Drifted(String),
+    /// The forecast says the hunt is unlikely to name the culprit (`--despite-forecast` goes
+    /// on).
+    #[error(
+        "{0}; the hunt stops before its first candidate: change what the forecast advises, or \
+         rerun with --despite-forecast to go on (the baselines are kept)"
+    )]
+    NoGo(String),
+    /// `firstbad plan`: the forecast is made (go or not), and nothing past the baselines runs.
+    #[error("forecast made; `firstbad run` goes on from these baselines")]
+    Planned {
+        /// The forecast's go.
+        go: bool,
+    },
+    /// `firstbad plan` of a hunt that cannot be forecast.
+    #[error("no forecast: {0}")]
+    NoForecast(String),
     /// A command hunt's run cannot be judged (its command failed to run, or its verdicts
     /// contradict each other), or the search named nothing to test.
     #[error("{0}")]
@@ -145,17 +179,87 @@ pub enum StopReason {
 
 impl StopReason {
     /// The documented exit code: 2 for a journal that does not fit (bad input), 4 for a spent
-    /// budget (no answer), 5 for the rest (a person looks, then a rerun resumes).
+    /// budget or a no-go (no answer to be had), 0 for a plan that is a go, 5 for the rest (a
+    /// person looks, then a rerun resumes).
     pub fn exit_code(&self) -> u8 {
         use crate::error::exit_code;
         match self {
-            StopReason::JournalDoesNotFit(_) => exit_code::BAD_INPUT,
-            StopReason::BudgetSpent(_) => exit_code::AMBIGUOUS,
+            StopReason::JournalDoesNotFit(_) | StopReason::NoForecast(_) => exit_code::BAD_INPUT,
+            StopReason::BudgetSpent(_)
+            | StopReason::NoGo(_)
+            | StopReason::Planned { go: false } => exit_code::AMBIGUOUS,
+            StopReason::Planned { go: true } => exit_code::OK,
             StopReason::NoHostLeft
             | StopReason::Endpoint(_)
             | StopReason::Drifted(_)
             | StopReason::Test(_) => exit_code::INFRASTRUCTURE,
         }
+    }
+}
+
+/// What the forecast of `d`'s hunt is made from: the baselines' model, the candidates left,
+/// and the endpoints' boot and build times on these hosts.
+fn forecast_input(
+    d: &Driver,
+    state: &HuntState,
+    model: crate::sequential::Model,
+) -> crate::forecast::Input {
+    use crate::journal::BootOutcome;
+    let endpoints = [d.plan.good.as_str(), d.plan.bad.as_str()];
+    let boots: Vec<&super::state::BootRecord> = endpoints
+        .iter()
+        .filter_map(|c| state.boots.get(*c))
+        .flatten()
+        .collect();
+    let seconds: Vec<f64> = boots
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            BootOutcome::Measured {
+                boot_seconds,
+                result,
+                ..
+            } => Some(boot_seconds + result.duration_s),
+            BootOutcome::Failed { .. } => None,
+        })
+        .collect();
+    let failed = boots.len() - seconds.len();
+    let builds: Vec<f64> = endpoints
+        .iter()
+        .filter_map(|c| match state.builds.get(*c) {
+            Some(BuildOutcome::Built { seconds, .. }) => Some(*seconds),
+            _ => None,
+        })
+        .collect();
+    let median = |v: &[f64]| (!v.is_empty()).then(|| crate::stats::median(v));
+    // The simulator's scale: lower is better, as the model's oriented log scale reads it.
+    let scaled = |commit: &str| -> Vec<f64> {
+        let dir = d.plan.settings.direction;
+        state
+            .values(commit)
+            .iter()
+            .map(|&v| crate::sequential::oriented(v, dir).exp())
+            .collect()
+    };
+    let (good, bad) = (scaled(&d.plan.good), scaled(&d.plan.bad));
+    let n = state.baseline_boots.unwrap_or(good.len().min(bad.len()));
+    crate::forecast::Input {
+        model,
+        baselines: crate::sim::GivenBaselines {
+            good,
+            bad,
+            boots: n,
+        },
+        candidates: d.bisection.remaining(),
+        classify: d.plan.settings.classify.clone(),
+        probe: d.plan.settings.probe,
+        seed: d.plan.seed,
+        boot_seconds: median(&seconds),
+        build_seconds: median(&builds),
+        pool: d.pool_size(state),
+        build_ahead: d.plan.build_ahead,
+        failed_share: failed as f64 / boots.len().max(1) as f64,
+        budget: d.plan.budget,
+        hunts: crate::forecast::FORECAST_HUNTS,
     }
 }
 
@@ -297,6 +401,9 @@ impl Driver {
             let summary = state.baselines.clone().unwrap_or_default();
             return self.finish(state, HuntEnd::Reproduced { summary });
         }
+        if let Some(d) = self.forecast_step(state, &judge) {
+            return d;
+        }
         if state.drift_stop {
             let last = state.drift_checks.last().map(|d| d.summary.as_str());
             return Decision::Stop(StopReason::Drifted(phases::drift::stop_message(
@@ -337,6 +444,39 @@ impl Driver {
                     },
                 }
             }
+        }
+    }
+
+    /// The forecast, once the baselines are in and before the first verdict; then what a
+    /// no-go, or `firstbad plan`, does. A hunt that gave verdicts before it had a forecast
+    /// (its journal is older) goes on without one.
+    fn forecast_step(&self, state: &HuntState, judge: &Judge) -> Option<Decision> {
+        let mode = self.plan.forecast;
+        if mode == Forecasting::Off {
+            return None;
+        }
+        let Some(f) = &state.forecast else {
+            let none = |why: &str| {
+                (mode == Forecasting::Only)
+                    .then(|| Decision::Stop(StopReason::NoForecast(why.to_owned())))
+            };
+            if !state.verdicts.is_empty() || state.confirm.is_some() {
+                return none(
+                    "the hunt is past its baselines (it gave verdicts before forecasts were made)",
+                );
+            }
+            let Some(model) = judge.model() else {
+                return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
+            };
+            let input = forecast_input(self, state, *model);
+            return Some(Decision::Record(Event::Forecast(
+                crate::forecast::forecast(&input),
+            )));
+        };
+        match mode {
+            Forecasting::Only => Some(Decision::Stop(StopReason::Planned { go: f.go })),
+            Forecasting::Gate if !f.go => Some(Decision::Stop(StopReason::NoGo(f.verdict()))),
+            _ => None,
         }
     }
 

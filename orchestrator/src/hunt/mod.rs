@@ -32,6 +32,7 @@ use crate::exec::kernel::{KernelBuilder, Kernels};
 use crate::hosts::{Host, HostError};
 use crate::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, Journal, JournalError};
 use crate::prebuilt;
+pub use driver::Forecasting;
 use driver::{hunt_seed, Driver, HuntKind, Plan, Slot};
 use judge::Settings;
 use prelude::{content_hash, record};
@@ -65,6 +66,10 @@ pub enum HuntError {
     /// ([`state_dir::confirm_saved`]).
     #[error("{0}")]
     NotSaved(String),
+    /// The forecast stopped the hunt before its first candidate: a no-go, or `firstbad plan`
+    /// once it is made ([`crate::forecast`]).
+    #[error("{0}")]
+    Forecast(driver::StopReason),
     /// Ctrl-C or SIGTERM stopped the hunt ([`crate::interrupt`]).
     #[error(
         "{0}: stopped the builds, boots and runs under way; the journal holds every step that \
@@ -95,6 +100,9 @@ impl From<driver::StopReason> for HuntError {
         match why {
             driver::StopReason::JournalDoesNotFit(_) => HuntError::BadInput(why.to_string()),
             driver::StopReason::BudgetSpent(boots) => HuntError::BudgetSpent(boots),
+            driver::StopReason::NoGo(_)
+            | driver::StopReason::Planned { .. }
+            | driver::StopReason::NoForecast(_) => HuntError::Forecast(why),
             other => HuntError::Infrastructure(other.to_string()),
         }
     }
@@ -119,6 +127,7 @@ impl HuntError {
             | HuntError::NotSaved(_) => exit_code::INFRASTRUCTURE,
             HuntError::BudgetSpent(_) => exit_code::AMBIGUOUS,
             HuntError::Interrupted(i) => i.exit_code(),
+            HuntError::Forecast(why) => why.exit_code(),
         }
     }
 
@@ -357,16 +366,19 @@ pub fn steps_code(first: u8, further: &[FurtherStep], unexplained: &[(steps::Res
 
 /// Runs (or resumes) a hunt to its end.
 pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
-    run_with(cfg, None, &[]).await
+    run_with(cfg, None, &[], Forecasting::Gate).await
 }
 
 /// Runs (or resumes) a hunt, first applying the verdicts of a `git bisect log` (`firstbad run
 /// --replay <file>`) so that they are not tested again, and putting the hosts named in
-/// `restore` back into the pool (`--restore-host`).
+/// `restore` back into the pool (`--restore-host`). `forecast`: what the forecast made once
+/// the baselines are in does ([`Forecasting::Gate`] for `firstbad run`, [`Forecasting::Only`]
+/// for `firstbad plan`); the later steps of a regression are not forecast.
 pub async fn run_with(
     cfg: &HuntConfig,
     replay: Option<&Path>,
     restore: &[String],
+    forecast: Forecasting,
 ) -> Result<Outcome, HuntError> {
     let (range, kernels) = candidates(cfg)?;
     let ends = (range.goods[0].clone(), range.bad.clone());
@@ -377,6 +389,7 @@ pub async fn run_with(
         stop_at_baselines: false,
         pairs: None,
         budget: None,
+        forecast,
         replay,
         restore,
         carried: &[],
@@ -430,6 +443,7 @@ async fn further_steps(
             stop_at_baselines: false,
             pairs: None,
             budget: None,
+            forecast: Forecasting::Off,
             replay: None,
             restore,
             carried: &retired,
@@ -456,6 +470,8 @@ pub async fn run_budgeted(cfg: &HuntConfig, budget: usize) -> Result<Outcome, Hu
         stop_at_baselines: false,
         pairs: None,
         budget: Some(budget),
+        // A night's hunt has no person to stop for: its forecast is in its log and report.
+        forecast: Forecasting::Advise,
         replay: None,
         restore: &[],
         carried: &[],
@@ -498,6 +514,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         stop_at_baselines: true,
         pairs: None,
         budget: None,
+        forecast: Forecasting::Off,
         replay: None,
         restore: &[],
         carried: &[],
@@ -525,6 +542,7 @@ pub async fn measure_pair(
         stop_at_baselines: true,
         pairs: Some(boots),
         budget: None,
+        forecast: Forecasting::Off,
         replay: None,
         restore: &[],
         carried: &[],
@@ -541,6 +559,7 @@ struct Run<'a> {
     stop_at_baselines: bool,
     pairs: Option<usize>,
     budget: Option<usize>,
+    forecast: Forecasting,
     replay: Option<&'a Path>,
     restore: &'a [String],
     /// Hosts that left the pool in an earlier stage of the run, with why: out of this one too.
@@ -561,6 +580,7 @@ async fn engine(
         stop_at_baselines,
         pairs,
         budget,
+        forecast,
         replay,
         restore,
         carried,
@@ -664,6 +684,7 @@ async fn engine(
         stop_at_baselines,
         pairs,
         budget,
+        forecast,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let paths = crate::exec::Paths {

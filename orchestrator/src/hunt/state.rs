@@ -127,6 +127,8 @@ pub struct HuntState {
     pub baselines: Option<String>,
     /// Measured boots of each endpoint behind the confirmed model (the first this many).
     pub baseline_boots: Option<usize>,
+    /// The forecast made once the baselines were in, when the hunt made one.
+    pub forecast: Option<crate::forecast::Forecast>,
     /// Drift checks of the good endpoint, in order.
     pub drift_checks: Vec<DriftRecord>,
     /// A drift check under way: boots started from this place on re-measure for it.
@@ -241,6 +243,7 @@ impl HuntState {
                 self.baselines = Some(summary.clone());
                 self.baseline_boots = *boots;
             }
+            Event::Forecast(f) => self.forecast = Some(f.clone()),
             Event::DriftCheckStarted => self.drift_started = Some(self.boots_started),
             Event::DriftCheck {
                 after_verdicts,

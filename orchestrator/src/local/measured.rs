@@ -197,6 +197,7 @@ fn engine(
         stop_at_baselines,
         pairs: None,
         budget: None,
+        forecast: crate::hunt::driver::Forecasting::Off,
     };
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
     let rt = tokio::runtime::Builder::new_current_thread()

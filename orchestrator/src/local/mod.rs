@@ -129,6 +129,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         stop_at_baselines: false,
         pairs: None,
         budget: None,
+        forecast: crate::hunt::driver::Forecasting::Off,
     };
     drop(range.history);
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;

@@ -59,6 +59,7 @@ mod tables;
 mod world;
 
 pub use cells::*;
+pub use run::{firstbad_run_with, GivenBaselines};
 pub use strategies::Strategy;
 pub use tables::*;
 pub use world::{Cell, Noise, Shape, World, PHASES};

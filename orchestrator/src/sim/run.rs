@@ -98,14 +98,43 @@ fn line(good: usize, bad: usize) -> Dag {
 /// hunt of the whole line, then of each part of the regression its culprits leave
 /// ([`crate::hunt::steps`]), as the product's run goes on.
 pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Outcome {
-    let classify = ClassifyConfig::defaults();
+    firstbad_run_with(w, probe, &ClassifyConfig::defaults(), None)
+}
+
+/// Endpoint boots a simulated hunt starts from, confirmed as its baselines, instead of
+/// measuring its own: a real hunt's, on the world's scale (lower is better), for a forecast of
+/// the rest of that hunt ([`crate::forecast`]). The world boots nothing for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenBaselines {
+    /// The good endpoint's values, in journal order.
+    pub good: Vec<f64>,
+    /// The bad endpoint's.
+    pub bad: Vec<f64>,
+    /// How many of each the judge's model is estimated from.
+    pub boots: usize,
+}
+
+/// [`firstbad_run`] with a hunt file's `[classify]` settings, and, for a forecast, the
+/// baselines its first stage starts from.
+pub fn firstbad_run_with(
+    w: &mut World,
+    probe: crate::hunt::judge::RefineProbe,
+    classify: &ClassifyConfig,
+    given: Option<&GivenBaselines>,
+) -> Outcome {
     w.by_phase = [0; PHASES.len()];
     w.verdicts = [0; 2];
     let whole = (id(0), id(w.n));
-    let mut first = stage(w, &whole, probe, &classify);
+    let mut first = stage(w, &whole, probe, classify, given);
     let mut plan = first.steps_plan(&whole.0, &whole.1, classify.max_culprits);
     while let Some((n, part)) = plan.next_part() {
-        let o = stage(w, &(part.good.clone(), part.bad.clone()), probe, &classify);
+        let o = stage(
+            w,
+            &(part.good.clone(), part.bad.clone()),
+            probe,
+            classify,
+            None,
+        );
         first.add_step(&mut plan, n, part, o);
     }
     let first = first.end_steps(plan);
@@ -138,6 +167,7 @@ fn stage(
     (good, bad): &(String, String),
     probe: crate::hunt::judge::RefineProbe,
     classify: &ClassifyConfig,
+    given: Option<&GivenBaselines>,
 ) -> crate::hunt::Outcome {
     let seed = w.rng.gen::<u64>();
     let plan = Plan {
@@ -164,6 +194,8 @@ fn stage(
         stop_at_baselines: false,
         pairs: None,
         budget: None,
+        // A simulated hunt is what a forecast runs: it forecasts nothing itself.
+        forecast: crate::hunt::driver::Forecasting::Off,
         kind: crate::hunt::driver::HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).expect("a line is a valid range");
@@ -173,6 +205,12 @@ fn stage(
     let host = Arc::new(SimHost(Arc::clone(&world)));
     let journal = MemoryJournal::default();
     let mut state = HuntState::default();
+    if let Some(b) = given {
+        for e in given_events(good, bad, b) {
+            state.apply(&e);
+            journal.0.borrow_mut().push(e);
+        }
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -207,6 +245,46 @@ fn stage(
             None,
         ),
     }
+}
+
+/// The journal of `b`'s boots of `good` and `bad`, and their confirmation.
+fn given_events(good: &str, bad: &str, b: &GivenBaselines) -> Vec<Event> {
+    let boots = |commit: &str, values: &[f64]| -> Vec<Event> {
+        values
+            .iter()
+            .zip(1..)
+            .flat_map(|(&value, boot)| {
+                let (commit, host) = (commit.to_owned(), "sim".to_owned());
+                [
+                    Event::BootStarted {
+                        commit: commit.clone(),
+                        boot,
+                        host: host.clone(),
+                    },
+                    Event::BootFinished {
+                        commit: commit.clone(),
+                        boot,
+                        host,
+                        outcome: BootOutcome::Measured {
+                            kernel_release: commit[..12].to_owned(),
+                            boot_id: String::new(),
+                            value,
+                            result: firstbad_wire::WorkloadResult::empty("sim", 0.0),
+                            console: PathBuf::new(),
+                            boot_seconds: 0.0,
+                        },
+                    },
+                ]
+            })
+            .collect()
+    };
+    let mut events = boots(good, &b.good);
+    events.extend(boots(bad, &b.bad));
+    events.push(Event::BaselinesConfirmed {
+        summary: "given".into(),
+        boots: Some(b.boots),
+    });
+    events
 }
 
 /// Adds one stage's boots by phase, and its bisection's wrong verdicts, from its journal: boots

@@ -118,6 +118,10 @@ pub struct World {
     pub(super) shape: Shape,
     pub(super) d: f64,
     pub(super) noise: Noise,
+    /// The good level and log-scale σ of the log-normal kind ([`BASE`] and [`SIGMA_LN`] but
+    /// in a world fitted to a hunt's baselines, [`World::fitted`]).
+    pub(super) base: f64,
+    pub(super) sigma_ln: f64,
     pub(super) rng: ChaCha12Rng,
     pub(super) boots: usize,
     pub(super) builds: usize,
@@ -175,6 +179,8 @@ impl World {
             shape: cell.shape,
             d: cell.d,
             noise: cell.noise,
+            base: BASE,
+            sigma_ln: SIGMA_LN,
             rng,
             boots: 0,
             builds: 0,
@@ -187,6 +193,40 @@ impl World {
         }
     }
 
+    /// A history of `n` candidates with one culprit drawn uniformly, and log-normal boots whose
+    /// good level is `base`, log-scale σ `sigma_ln`, and bad level `base · exp(d · sigma_ln)`:
+    /// a hunt's baselines as its model reads them ([`crate::forecast`]).
+    pub fn fitted(n: usize, d: f64, base: f64, sigma_ln: f64, rng: ChaCha12Rng) -> World {
+        let cell = Cell {
+            n,
+            d,
+            noise: Noise::LogNormal,
+            shape: Shape::OneCulprit,
+        };
+        World {
+            base,
+            sigma_ln,
+            ..World::new(&cell, rng)
+        }
+    }
+
+    /// The commits whose change moves the metric (world indices), in order.
+    pub fn culprits(&self) -> &[usize] {
+        &self.culprits
+    }
+
+    /// Boots so far, failed ones too.
+    pub fn boots(&self) -> usize {
+        self.boots
+    }
+
+    /// Candidates built so far (booted at least once), the endpoints left out.
+    pub fn candidate_builds(&self) -> usize {
+        self.built
+            .get(1..self.n)
+            .map_or(0, |b| b.iter().filter(|&&x| x).count())
+    }
+
     /// The world, leaving an empty one in its place (while a simulated host holds it).
     pub(super) fn take(&mut self) -> World {
         let empty = World {
@@ -195,6 +235,8 @@ impl World {
             shape: self.shape,
             d: 0.0,
             noise: self.noise,
+            base: self.base,
+            sigma_ln: self.sigma_ln,
             rng: ChaCha12Rng::seed_from_u64(0),
             boots: 0,
             builds: 0,
@@ -237,7 +279,9 @@ impl World {
         };
         match self.noise {
             Noise::Normal => Some(additive(z)),
-            Noise::LogNormal => Some(BASE * (self.d * SIGMA_LN * lev + SIGMA_LN * z).exp()),
+            Noise::LogNormal => {
+                Some(self.base * (self.d * self.sigma_ln * lev + self.sigma_ln * z).exp())
+            }
             Noise::Outliers => {
                 let v = additive(z);
                 if self.rng.gen::<f64>() < OUTLIER_SHARE {
