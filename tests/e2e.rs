@@ -275,6 +275,12 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         "{:?}",
         confirmed.2
     );
+    // The forecast was made once the baselines were in, before the first verdict, and is a
+    // go (docs/forecast.md).
+    let at = |kind: &str| events.iter().position(|(k, _, _)| k == kind);
+    let forecast = at("forecast").expect("a forecast once the baselines were in");
+    assert!(at("baselines-confirmed") < Some(forecast) && Some(forecast) < at("verdict"));
+    assert_eq!(events[forecast].2["go"], true, "{:?}", events[forecast].2);
     assert!(
         events
             .iter()

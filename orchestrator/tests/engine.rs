@@ -12,7 +12,7 @@ use firstbad::build::BuildError;
 use firstbad::config::{ClassifyConfig, ClassifyMode, Direction};
 use firstbad::exec::{self, BootJob, Builder, Paths, Task, TestHost};
 use firstbad::hosts::HostError;
-use firstbad::hunt::driver::{Driver, HuntKind, Plan, Slot};
+use firstbad::hunt::driver::{Driver, Forecasting, HuntKind, Plan, Slot, StopReason};
 use firstbad::hunt::judge::Settings;
 use firstbad::hunt::prelude::begin_or_resume;
 use firstbad::hunt::{end_code, HuntError, HuntState};
@@ -239,7 +239,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         stop_at_baselines: false,
         pairs: None,
         budget: None,
-        forecast: firstbad::hunt::driver::Forecasting::Off,
+        forecast: Forecasting::Off,
     }
 }
 
@@ -250,6 +250,7 @@ struct Bench {
     hosts: Vec<Arc<FakeHost>>,
     classify: ClassifyConfig,
     build_ahead: bool,
+    forecast: Forecasting,
 }
 
 impl Bench {
@@ -265,6 +266,7 @@ impl Bench {
             hosts,
             classify,
             build_ahead: false,
+            forecast: Forecasting::Off,
         }
     }
 
@@ -281,6 +283,7 @@ impl Bench {
         );
         let mut plan = plan;
         plan.build_ahead = self.build_ahead;
+        plan.forecast = self.forecast;
         let mut meaning = BTreeMap::new();
         meaning.insert("classify.mode".to_owned(), "fake".to_owned());
         let identity = HuntIdentity {
@@ -354,6 +357,113 @@ async fn baselines_mode_names_and_confirms_the_culprit() {
         "{}",
         c.summary
     );
+}
+
+/// Issue 34, item 3: `firstbad plan` measures the baselines, forecasts and stops (exit 0 for a
+/// go); `firstbad run` then goes on from those baselines and spends, in all, what a run alone
+/// spends: nothing measured twice.
+#[tokio::test(start_paused = true)]
+async fn a_plan_forecasts_and_the_run_goes_on_from_its_baselines() {
+    let world = World::new(23);
+    let mut bench = Bench::new(
+        &world,
+        vec![FakeHost::new("vm1", &world, 10)],
+        classify(ClassifyMode::Baselines),
+    );
+    bench.forecast = Forecasting::Only;
+    let (end, code, state) = bench.run().await;
+    assert!(
+        matches!(
+            end,
+            Err(HuntError::Forecast(StopReason::Planned { go: true }))
+        ),
+        "{end:?}"
+    );
+    assert_eq!(code, 0);
+    let f = state.forecast.clone().expect("the forecast is journalled");
+    assert!(f.go && f.right >= 0.9, "{:?}", f.lines());
+    assert!(state.verdicts.is_empty(), "nothing past the baselines ran");
+    let baseline_boots = state.total_boots();
+    // Planned again: the same forecast, nothing booted.
+    let (_, code, again) = bench.run().await;
+    assert_eq!((code, again.total_boots()), (0, baseline_boots));
+
+    bench.forecast = Forecasting::Gate;
+    let (end, code, state) = bench.run().await;
+    assert_eq!((found(&end), code), (Some(23), 0), "{end:?}");
+    let forecasts = Journal::open(&bench.journal())
+        .expect("journal")
+        .events()
+        .expect("events")
+        .iter()
+        .filter(|e| matches!(e.event, Event::Forecast(_)))
+        .count();
+    assert_eq!(forecasts, 1);
+    // The same hunt run at once, with its forecast: the same boots.
+    let mut alone = Bench::new(
+        &world,
+        vec![FakeHost::new("vm1", &world, 10)],
+        classify(ClassifyMode::Baselines),
+    );
+    alone.forecast = Forecasting::Gate;
+    let (_, _, direct) = alone.run().await;
+    assert_eq!(state.total_boots(), direct.total_boots());
+    // The forecast, beside what the hunt spent after it, as the report gives it.
+    let spent = state.total_boots() - state.forecast_after_boots;
+    assert!(
+        spent > 0 && (spent as f64) <= 2.0 * f.boots.p90,
+        "{spent} against {f:?}"
+    );
+}
+
+/// Issue 34, item 3: a hunt whose statistics cannot name the culprit in most simulated hunts
+/// (here a regression of 0.6 σ, 3 boots a commit at most and no posterior phase) stops before
+/// its first candidate with exit 4 and what would help; `--despite-forecast` goes on.
+#[tokio::test(start_paused = true)]
+async fn a_no_go_stops_before_the_first_candidate_unless_told_to_go_on() {
+    let mut world = World::new(23);
+    world.d = 0.6;
+    let mut bench = Bench::new(
+        &world,
+        vec![FakeHost::new("vm1", &world, 10)],
+        ClassifyConfig {
+            min_boots: 1,
+            max_boots: 3,
+            refine_boots: 0,
+            min_effect: 0.01,
+            ..classify(ClassifyMode::Baselines)
+        },
+    );
+    bench.forecast = Forecasting::Gate;
+    let (end, code, state) = bench.run().await;
+    let f = state.forecast.clone().expect("the forecast is journalled");
+    assert!(
+        matches!(&end, Err(HuntError::Forecast(StopReason::NoGo(_)))),
+        "{end:?}: {:?}",
+        f.lines()
+    );
+    assert_eq!(code, 4);
+    assert!(!f.go && f.right < 0.8, "{:?}", f.lines());
+    assert!(
+        f.advice
+            .iter()
+            .any(|a| a.starts_with("classify.max_boots = 12:")),
+        "{:?}",
+        f.advice
+    );
+    let message = end.unwrap_err().to_string();
+    assert!(message.contains("--despite-forecast"), "{message}");
+    assert!(state.verdicts.is_empty());
+    let endpoints = [id(0), id(N)];
+    assert!(
+        state.boots.keys().all(|c| endpoints.contains(c)),
+        "no candidate was booted"
+    );
+
+    bench.forecast = Forecasting::Advise;
+    let (end, _, state) = bench.run().await;
+    assert!(end.is_ok(), "{end:?}");
+    assert!(!state.verdicts.is_empty());
 }
 
 /// Issue 35, item 2: identical kernels share their boots. Of the 40 commits only four change

@@ -43,6 +43,11 @@ pub(crate) struct Args {
     /// E-divisive and Perfherder's t-test on simulated nightly series (docs/nightly-detection.md).
     #[arg(long, conflicts_with_all = ["strategy", "matched"])]
     nightly: bool,
+    /// The forecast against what the hunt then spent: per cell, `firstbad run`'s hunts, each
+    /// beside the forecast made from its own baselines (docs/forecast.md). --replicates hunts
+    /// a cell (default 100), each forecast from 100 simulated hunts.
+    #[arg(long, conflicts_with_all = ["strategy", "matched", "nightly"])]
+    forecast: bool,
     /// Threads to run replicates on (default: one per core). The table is the same
     /// whatever this is: each replicate draws from its own seed.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -62,10 +67,14 @@ pub(super) fn run(a: Args) -> anyhow::Result<u8> {
         strategy,
         matched,
         nightly,
+        forecast,
         jobs,
     } = a;
     if nightly {
         return sim_nightly(replicates, seed);
+    }
+    if forecast {
+        return sim_forecast(replicates, seed);
     }
     let jobs = jobs.map_or_else(firstbad::sim::default_jobs, |j| j as usize);
     let filter = firstbad::sim::Filter {
@@ -133,6 +142,20 @@ fn sim_nightly(replicates: Option<usize>, seed: u64) -> anyhow::Result<u8> {
     let reps = replicates.unwrap_or(nightly::NIGHTLY_REPLICATES);
     let rows = nightly::nightly_table(reps, seed, |r| eprint!("{}", nightly::nightly_row(r)));
     print!("{}", nightly::nightly_markdown(&rows));
+    Ok(exit_code::OK)
+}
+
+/// `firstbad sim --forecast`: the forecast's table, each row on stderr as it is done.
+fn sim_forecast(replicates: Option<usize>, seed: u64) -> anyhow::Result<u8> {
+    use firstbad::sim;
+    let reps = replicates.unwrap_or(100);
+    let mut rows = Vec::new();
+    for cell in sim::forecast_cells() {
+        let row = sim::forecast_check(&cell, reps, seed, firstbad::forecast::FORECAST_HUNTS);
+        eprint!("{}", sim::forecast_row(&row));
+        rows.push(row);
+    }
+    print!("{}", sim::forecast_markdown(&rows));
     Ok(exit_code::OK)
 }
 

@@ -223,10 +223,11 @@ fn forecast_input(
         })
         .collect();
     let failed = boots.len() - seconds.len();
+    // A kernel from the build cache takes no time, which says nothing of the candidates'.
     let builds: Vec<f64> = endpoints
         .iter()
         .filter_map(|c| match state.builds.get(*c) {
-            Some(BuildOutcome::Built { seconds, .. }) => Some(*seconds),
+            Some(BuildOutcome::Built { seconds, .. }) if *seconds >= 1.0 => Some(*seconds),
             _ => None,
         })
         .collect();

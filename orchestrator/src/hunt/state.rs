@@ -127,8 +127,10 @@ pub struct HuntState {
     pub baselines: Option<String>,
     /// Measured boots of each endpoint behind the confirmed model (the first this many).
     pub baseline_boots: Option<usize>,
-    /// The forecast made once the baselines were in, when the hunt made one.
+    /// The forecast made once the baselines were in, when the hunt made one, and the boots
+    /// finished when it was made (what the hunt spent after it is set beside it).
     pub forecast: Option<crate::forecast::Forecast>,
+    pub forecast_after_boots: usize,
     /// Drift checks of the good endpoint, in order.
     pub drift_checks: Vec<DriftRecord>,
     /// A drift check under way: boots started from this place on re-measure for it.
@@ -243,7 +245,10 @@ impl HuntState {
                 self.baselines = Some(summary.clone());
                 self.baseline_boots = *boots;
             }
-            Event::Forecast(f) => self.forecast = Some(f.clone()),
+            Event::Forecast(f) => {
+                self.forecast = Some(f.clone());
+                self.forecast_after_boots = self.boots_finished;
+            }
             Event::DriftCheckStarted => self.drift_started = Some(self.boots_started),
             Event::DriftCheck {
                 after_verdicts,

@@ -289,6 +289,20 @@ pub fn markdown(
     if let Some(s) = &state.baselines {
         let _ = writeln!(out, "\n{}", md(s));
     }
+    if let Some(f) = &state.forecast {
+        let _ = writeln!(out, "\n## Forecast, made before the first candidate\n");
+        for line in f.lines() {
+            let _ = writeln!(out, "- {}", md(&line));
+        }
+        let spent = state.total_boots() - state.forecast_after_boots;
+        let so_far = if state.end.is_some() { "" } else { " so far" };
+        let _ = writeln!(
+            out,
+            "- spent{so_far}: {spent} boots after the baselines (forecast: median {:.0}, 90% \
+             within {:.0})",
+            f.boots.median, f.boots.p90
+        );
+    }
 
     let _ = writeln!(out, "\n## Tested commits, in order\n");
     let _ = writeln!(

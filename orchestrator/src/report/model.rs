@@ -101,6 +101,10 @@ pub struct Report {
     /// booted (issue 35); absent when the hunt did not prune.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned: Option<PrunedReport>,
+    /// The forecast made once the baselines were in, beside what the hunt then spent;
+    /// absent when the hunt made none (reproductions, later steps, older journals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<ForecastReport>,
     /// `git bisect log`, which `git bisect replay` accepts.
     pub bisect_log: String,
     /// Every metric of the workload, the culprit's parent against the culprit, once the
@@ -113,6 +117,16 @@ pub struct Report {
     /// the JSON has the file's path.
     #[serde(skip)]
     pub workload_parameters: Vec<String>,
+}
+
+/// The forecast and what the hunt spent after it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ForecastReport {
+    /// The forecast as journalled.
+    #[serde(flatten)]
+    pub forecast: crate::forecast::Forecast,
+    /// Boots finished after the forecast (failed ones too), so far or in all.
+    pub spent_boots: usize,
 }
 
 /// What pruning left out of the range, with why.
@@ -588,6 +602,10 @@ impl Report {
                         reason: l.reason.clone(),
                     })
                     .collect(),
+            }),
+            forecast: state.forecast.clone().map(|forecast| ForecastReport {
+                forecast,
+                spent_boots: state.total_boots() - state.forecast_after_boots,
             }),
             bisect_log: bisect_log(id, state, commits),
             metric_table,

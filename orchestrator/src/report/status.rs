@@ -287,6 +287,16 @@ fn render_text(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) ->
         "baselines: good {g} boots, bad {b} boots (next look at {n} each); {}",
         state.baselines.as_deref().unwrap_or("not yet confirmed")
     );
+    if let Some(f) = &state.forecast {
+        let _ = writeln!(
+            o,
+            "forecast: {}; median {:.0} boots after the baselines, 90% within {:.0}; spent {}",
+            f.verdict(),
+            f.boots.median,
+            f.boots.p90,
+            state.total_boots() - state.forecast_after_boots
+        );
+    }
     let candidate = last_start.as_ref().map(|(c, _, _)| c.clone()).filter(|c| {
         c != &id.good && c != &id.bad && !state.verdicts.iter().any(|(v, _, _)| v == c)
     });

@@ -53,16 +53,20 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod cells;
+mod forecast;
 pub mod nightly;
 mod strategies;
 mod tables;
 mod world;
 
 pub use cells::*;
+pub use forecast::{
+    forecast_cells, forecast_check, forecast_markdown, forecast_row, ForecastCheck,
+};
 pub use run::{firstbad_run_with, GivenBaselines};
 pub use strategies::Strategy;
 pub use tables::*;
-pub use world::{Cell, Noise, Shape, World, PHASES};
+pub use world::{normal, Cell, Noise, Shape, World, PHASES};
 // The parts see each other's items through `use super::*`.
 #[allow(unused_imports)]
 use {strategies::*, world::*};

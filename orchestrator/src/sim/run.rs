@@ -234,6 +234,13 @@ fn stage(
         .into_inner()
         .expect("no boot panicked");
     w.by_phase = by_phase;
+    if w.baselines.is_none() && state.baselines.is_some() {
+        w.baselines = Some(GivenBaselines {
+            good: state.values(good),
+            bad: state.values(bad),
+            boots: state.baseline_boots.unwrap_or(0),
+        });
+    }
     account(w, &journal.0.borrow());
     match end {
         Ok(end) => crate::hunt::Outcome::of(end, state.confirmation.clone()),

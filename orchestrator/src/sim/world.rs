@@ -133,6 +133,9 @@ pub struct World {
     /// The phase of `firstbad run` now booting, and the boots spent in each (see [`PHASES`]).
     pub(super) phase: usize,
     pub(super) by_phase: [usize; PHASES.len()],
+    /// The endpoints' boots the first stage of `firstbad run` confirmed as its baselines (a
+    /// forecast's input, `firstbad sim --forecast`).
+    pub(super) baselines: Option<super::run::GivenBaselines>,
     /// Verdicts of `firstbad run`'s bisection on commits that are plainly good or bad (not
     /// between two culprits), and how many of them were wrong.
     pub(super) verdicts: [usize; 2],
@@ -144,7 +147,7 @@ pub struct World {
 /// first.
 pub const PHASES: [&str; 4] = ["baselines", "bisection", "posterior", "re-test"];
 
-pub(super) fn normal<R: Rng>(rng: &mut R) -> f64 {
+pub fn normal<R: Rng>(rng: &mut R) -> f64 {
     // Box-Muller; 1 - u keeps the logarithm finite.
     let u: f64 = 1.0 - rng.gen::<f64>();
     let v: f64 = rng.gen();
@@ -189,6 +192,7 @@ impl World {
             burst: (0, 1.0),
             phase: 0,
             by_phase: [0; PHASES.len()],
+            baselines: None,
             verdicts: [0; 2],
         }
     }
@@ -245,6 +249,7 @@ impl World {
             burst: (0, 1.0),
             phase: 0,
             by_phase: [0; PHASES.len()],
+            baselines: None,
             verdicts: [0; 2],
         };
         std::mem::replace(self, empty)
