@@ -197,73 +197,6 @@ impl StopReason {
     }
 }
 
-/// What the forecast of `d`'s hunt is made from: the baselines' model, the candidates left,
-/// and the endpoints' boot and build times on these hosts.
-fn forecast_input(
-    d: &Driver,
-    state: &HuntState,
-    model: crate::sequential::Model,
-) -> crate::forecast::Input {
-    use crate::journal::BootOutcome;
-    let endpoints = [d.plan.good.as_str(), d.plan.bad.as_str()];
-    let boots: Vec<&super::state::BootRecord> = endpoints
-        .iter()
-        .filter_map(|c| state.boots.get(*c))
-        .flatten()
-        .collect();
-    let seconds: Vec<f64> = boots
-        .iter()
-        .filter_map(|r| match &r.outcome {
-            BootOutcome::Measured {
-                boot_seconds,
-                result,
-                ..
-            } => Some(boot_seconds + result.duration_s),
-            BootOutcome::Failed { .. } => None,
-        })
-        .collect();
-    let failed = boots.len() - seconds.len();
-    // A kernel from the build cache takes no time, which says nothing of the candidates'.
-    let builds: Vec<f64> = endpoints
-        .iter()
-        .filter_map(|c| match state.builds.get(*c) {
-            Some(BuildOutcome::Built { seconds, .. }) if *seconds >= 1.0 => Some(*seconds),
-            _ => None,
-        })
-        .collect();
-    let median = |v: &[f64]| (!v.is_empty()).then(|| crate::stats::median(v));
-    // The simulator's scale: lower is better, as the model's oriented log scale reads it.
-    let scaled = |commit: &str| -> Vec<f64> {
-        let dir = d.plan.settings.direction;
-        state
-            .values(commit)
-            .iter()
-            .map(|&v| crate::sequential::oriented(v, dir).exp())
-            .collect()
-    };
-    let (good, bad) = (scaled(&d.plan.good), scaled(&d.plan.bad));
-    let n = state.baseline_boots.unwrap_or(good.len().min(bad.len()));
-    crate::forecast::Input {
-        model,
-        baselines: crate::sim::GivenBaselines {
-            good,
-            bad,
-            boots: n,
-        },
-        candidates: d.bisection.remaining(),
-        classify: d.plan.settings.classify.clone(),
-        probe: d.plan.settings.probe,
-        seed: d.plan.seed,
-        boot_seconds: median(&seconds),
-        build_seconds: median(&builds),
-        pool: d.pool_size(state),
-        build_ahead: d.plan.build_ahead,
-        failed_share: failed as f64 / boots.len().max(1) as f64,
-        budget: d.plan.budget,
-        hunts: crate::forecast::FORECAST_HUNTS,
-    }
-}
-
 /// The driver of one hunt: the plan and what it derives from the state as it grows.
 pub struct Driver {
     /// The plan.
@@ -402,7 +335,7 @@ impl Driver {
             let summary = state.baselines.clone().unwrap_or_default();
             return self.finish(state, HuntEnd::Reproduced { summary });
         }
-        if let Some(d) = self.forecast_step(state, &judge) {
+        if let Some(d) = phases::forecast::next(self, state, &judge) {
             return d;
         }
         if state.drift_stop {
@@ -445,39 +378,6 @@ impl Driver {
                     },
                 }
             }
-        }
-    }
-
-    /// The forecast, once the baselines are in and before the first verdict; then what a
-    /// no-go, or `firstbad plan`, does. A hunt that gave verdicts before it had a forecast
-    /// (its journal is older) goes on without one.
-    fn forecast_step(&self, state: &HuntState, judge: &Judge) -> Option<Decision> {
-        let mode = self.plan.forecast;
-        if mode == Forecasting::Off {
-            return None;
-        }
-        let Some(f) = &state.forecast else {
-            let none = |why: &str| {
-                (mode == Forecasting::Only)
-                    .then(|| Decision::Stop(StopReason::NoForecast(why.to_owned())))
-            };
-            if !state.verdicts.is_empty() || state.confirm.is_some() {
-                return none(
-                    "the hunt is past its baselines (it gave verdicts before forecasts were made)",
-                );
-            }
-            let Some(model) = judge.model() else {
-                return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
-            };
-            let input = forecast_input(self, state, *model);
-            return Some(Decision::Record(Event::Forecast(
-                crate::forecast::forecast(&input),
-            )));
-        };
-        match mode {
-            Forecasting::Only => Some(Decision::Stop(StopReason::Planned { go: f.go })),
-            Forecasting::Gate if !f.go => Some(Decision::Stop(StopReason::NoGo(f.verdict()))),
-            _ => None,
         }
     }
 

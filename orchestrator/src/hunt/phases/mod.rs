@@ -6,5 +6,6 @@ pub mod bisect;
 pub mod confirm;
 pub mod drift;
 pub mod exact;
+pub mod forecast;
 pub mod hosts;
 pub mod refine;
