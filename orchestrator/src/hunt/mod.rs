@@ -650,7 +650,7 @@ async fn engine(
     }
     let pruned = state.pruned.as_ref().is_some_and(|p| !p.links.is_empty());
     let hosts = crate::hosts::machine::test_hosts(hosts, &cfg.workload);
-    let first_parent = first_parent(range.history, kernels);
+    let first_parent = first_parent(&range, kernels)?;
     let plan = Plan {
         seed: hunt_seed(&good, &range.bad),
         good,
@@ -735,19 +735,17 @@ fn candidates(cfg: &HuntConfig) -> Result<(HuntRange, Vec<prebuilt::Candidate>),
 
 /// A candidate's first parent: from git, or the kernel before it in a prebuilt list.
 fn first_parent(
-    history: Option<crate::history::History>,
+    range: &HuntRange,
     kernels: &[prebuilt::Candidate],
-) -> driver::FirstParent {
-    match history {
-        Some(history) => HuntRange::first_parents(history),
-        None => {
-            let before: BTreeMap<String, String> = kernels
-                .windows(2)
-                .map(|w| (w[1].id.clone(), w[0].id.clone()))
-                .collect();
-            Box::new(move |c| before.get(c).cloned())
-        }
+) -> Result<driver::FirstParent, HuntError> {
+    if range.history.is_some() {
+        return range.first_parents();
     }
+    let before: BTreeMap<String, String> = kernels
+        .windows(2)
+        .map(|w| (w[1].id.clone(), w[0].id.clone()))
+        .collect();
+    Ok(Box::new(move |c| before.get(c).cloned()))
 }
 
 /// The judging settings of a kernel hunt.

@@ -146,15 +146,28 @@ impl HuntRange {
         }
     }
 
-    /// A commit's first parent read from a range's repository, for the driver's plan (which
-    /// reads no git itself).
-    pub fn first_parents(history: History) -> super::driver::FirstParent {
-        Box::new(move |c| {
-            let oid = git2::Oid::from_str(c).ok()?;
-            let commit = history.repo().find_commit(oid).ok()?;
-            let parent = commit.parent_ids().next();
-            parent.map(|p| p.to_string())
-        })
+    /// Every candidate's first parent, read from git once, when the hunt starts: a commit git
+    /// cannot read is an error here, never a commit without a parent (which would skip its
+    /// culprit's re-test). A root commit has none.
+    pub fn first_parents(&self) -> Result<super::driver::FirstParent, HuntError> {
+        let Some(history) = &self.history else {
+            return Ok(Box::new(|_| None));
+        };
+        let mut parents = std::collections::HashMap::with_capacity(self.dag.len());
+        for id in self.dag_ids() {
+            let commit = git2::Oid::from_str(id)
+                .and_then(|oid| history.repo().find_commit(oid))
+                .map_err(|e| {
+                    HuntError::Infrastructure(format!(
+                        "reading the first parent of {}: {e}",
+                        short(id)
+                    ))
+                })?;
+            if let Some(p) = commit.parent_ids().next() {
+                parents.insert(id.to_owned(), p.to_string());
+            }
+        }
+        Ok(Box::new(move |c| parents.get(c).cloned()))
     }
 
     /// The range with the links that `pruning` names TREESAME, as commits outside
@@ -514,6 +527,70 @@ pub fn apply_replay(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `git` in `dir`, its output trimmed.
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// The first parents are git's (a merge's is the branch it was made on), read once when the
+    /// hunt starts; a candidate git cannot read is an error then, never a commit without a
+    /// parent whose culprit would go without its re-test.
+    #[test]
+    fn first_parents_are_read_from_git_at_the_start_and_an_unreadable_commit_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        let commit = |m: &str| {
+            git(d, &["commit", "-q", "--allow-empty", "-m", m]);
+            git(d, &["rev-parse", "HEAD"])
+        };
+        let good = commit("good");
+        let one = commit("one");
+        git(d, &["checkout", "-q", "-b", "side", &good]);
+        let side = commit("side");
+        git(d, &["checkout", "-q", "main"]);
+        git(d, &["merge", "-q", "--no-ff", "-m", "merge", "side"]);
+        let merge = git(d, &["rev-parse", "HEAD"]);
+        let bad = commit("bad");
+        let range =
+            HuntRange::load(Path::new("hunt.toml"), d, &[good.clone()], &bad, &[], false).unwrap();
+        let parent = range.first_parents().unwrap();
+        assert_eq!(parent(&merge), Some(one.clone()));
+        assert_eq!(parent(&side), Some(good.clone()));
+        assert_eq!(parent(&bad), Some(merge.clone()));
+        assert_eq!(parent(&good), None, "not a candidate");
+
+        let mut nodes = range.dag.nodes().to_vec();
+        nodes[0].id = "0123456789012345678901234567890123456789".into();
+        let broken = HuntRange {
+            dag: Dag::new(nodes).unwrap(),
+            ..range
+        };
+        let e = broken
+            .first_parents()
+            .err()
+            .expect("an unreadable commit is an error");
+        assert!(
+            e.to_string()
+                .contains("reading the first parent of 012345678901"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_changed_field_is_named_with_its_old_and_new_value() {

@@ -167,7 +167,7 @@ fn engine(
             })
         })
         .collect();
-    let history = range.history.expect("HuntRange::load opens the repository");
+    let first_parent = range.first_parents()?;
     let plan = Plan {
         seed: hunt_seed(&range.goods[0], &range.bad),
         good: range.goods[0].clone(),
@@ -192,7 +192,7 @@ fn engine(
             .collect(),
         // A build beside a run shares the machine's cores with what is being timed.
         build_ahead: false,
-        first_parent: HuntRange::first_parents(history),
+        first_parent,
         kind: HuntKind::Measured,
         stop_at_baselines,
         pairs: None,
