@@ -567,8 +567,15 @@ mod tests {
         git(d, &["merge", "-q", "--no-ff", "-m", "merge", "side"]);
         let merge = git(d, &["rev-parse", "HEAD"]);
         let bad = commit("bad");
-        let range =
-            HuntRange::load(Path::new("hunt.toml"), d, &[good.clone()], &bad, &[], false).unwrap();
+        let range = HuntRange::load(
+            Path::new("hunt.toml"),
+            d,
+            std::slice::from_ref(&good),
+            &bad,
+            &[],
+            false,
+        )
+        .unwrap();
         let parent = range.first_parents().unwrap();
         assert_eq!(parent(&merge), Some(one.clone()));
         assert_eq!(parent(&side), Some(good.clone()));
