@@ -223,6 +223,25 @@ fn fixture() -> Fixture {
         boots: Some(3),
     })
     .unwrap();
+    // What `forecast.rs` journals there (its figures are its own tests'; these are the
+    // report's).
+    let spread = |median: f64, p90: f64| firstbad::forecast::Spread { median, p90 };
+    j.append(&Event::Forecast(firstbad::forecast::Forecast {
+        candidates: ids.len() - 1,
+        effect: 10.0,
+        spread: 0.05,
+        effect_sigmas: 48.0,
+        hunts: 100,
+        right: 1.0,
+        boots: spread(14.0, 16.0),
+        builds: spread(4.0, 4.0),
+        hours: Some(spread(0.4, 0.5)),
+        boot_seconds: Some(60.0),
+        build_seconds: Some(300.0),
+        go: true,
+        advice: Vec::new(),
+    }))
+    .unwrap();
     let index = |c: &str| ids.iter().position(|i| i == c).unwrap();
     let mut b = Bisection::new(&dag, &bad, std::slice::from_ref(&good)).unwrap();
     let mut failed_boot_done = false;
@@ -490,6 +509,17 @@ fn json_follows_the_documented_schema() {
         );
     }
     assert_eq!(v["status"], "found");
+    // The forecast beside what the hunt spent after it (the fixture's boots after the
+    // baselines' six).
+    assert_eq!(v["forecast"]["go"], true);
+    assert_eq!(v["forecast"]["boots"]["p90"], 16.0);
+    let boots: usize = v["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["boots"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(v["forecast"]["spent_boots"], boots - 6);
     assert_eq!(v["first_bad"]["id"], f.ids[CULPRIT].as_str());
     assert_eq!(v["first_bad"]["subject"], SUBJECTS[CULPRIT]);
     assert_eq!(
@@ -541,6 +571,12 @@ fn markdown_and_bisect_log_still_name_the_culprit() {
     let (_, commits, id, state) = build_report(&f);
     let md = report::markdown(&f.cfg.name, &f.cfg.workload.metric, &id, &state, &commits);
     assert!(md.contains(SUBJECTS[CULPRIT]), "{md}");
+    assert!(
+        md.contains("## Forecast, made before the first candidate")
+            && md.contains("- go: the culprit named in 100% of 100 simulated hunts")
+            && md.contains("- spent: "),
+        "{md}"
+    );
     let log = report::bisect_log(&id, &state, &commits);
     assert!(
         log.ends_with(&format!(
