@@ -11,6 +11,8 @@
 //! - `bounds.rs`: the range of every number; `expand.rs`: `~/`, `${VAR:-default}`.
 
 pub mod bounds;
+mod build_table;
+mod classify_table;
 mod expand;
 mod hosts;
 mod raw;
@@ -549,7 +551,7 @@ impl ClassifyConfig {
     /// The hunt file's defaults: what an empty `[classify]` table gives (the simulator and
     /// the engine's tests run with these, not with a copy of them).
     pub fn defaults() -> ClassifyConfig {
-        validate::classify_defaults()
+        classify_table::classify_defaults()
     }
 }
 
