@@ -116,6 +116,10 @@ pub struct Forecast {
     /// On a no-go, what would make the hunt bisectable, each with its own forecast.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advice: Vec<String>,
+    /// The `[classify]` tuning it was made with (`hunt::tuning`): a rerun with another is
+    /// forecast again.
+    #[serde(default)]
+    pub tuning: std::collections::BTreeMap<String, String>,
 }
 
 /// One simulated hunt's figures.
@@ -320,6 +324,8 @@ pub fn forecast(input: &Input) -> Forecast {
         build_seconds: input.build_seconds,
         go,
         advice,
+        // The hunt's phase sets it: the simulation does not need it.
+        tuning: Default::default(),
     }
 }
 

@@ -460,6 +460,24 @@ async fn a_no_go_stops_before_the_first_candidate_unless_told_to_go_on() {
         "no candidate was booted"
     );
 
+    // The advice followed: a rerun with a larger boot cap is forecast again (and a rerun with
+    // the same settings is not).
+    let (_, code, _) = bench.run().await;
+    assert_eq!(code, 4);
+    bench.classify.max_boots = 12;
+    let (_, _, state) = bench.run().await;
+    let again = state.forecast.clone().expect("forecast again");
+    assert_eq!(again.tuning["classify.max_boots"], "12");
+    assert_ne!(again, f);
+    let forecasts = Journal::open(&bench.journal())
+        .expect("journal")
+        .events()
+        .expect("events")
+        .iter()
+        .filter(|e| matches!(e.event, Event::Forecast(_)))
+        .count();
+    assert_eq!(forecasts, 2);
+
     bench.forecast = Forecasting::Advise;
     let (end, _, state) = bench.run().await;
     assert!(end.is_ok(), "{end:?}");

@@ -240,6 +240,7 @@ fn fixture() -> Fixture {
         build_seconds: Some(300.0),
         go: true,
         advice: Vec::new(),
+        tuning: Default::default(),
     }))
     .unwrap();
     let index = |c: &str| ids.iter().position(|i| i == c).unwrap();

@@ -12,34 +12,41 @@ use crate::sequential::Model;
 
 /// The forecast, once the baselines are in and before the first verdict; then what a
 /// no-go, or `firstbad plan`, does. A hunt that gave verdicts before it had a forecast
-/// (its journal is older) goes on without one.
+/// (its journal is older) goes on without one. A rerun whose tuning (`[classify]`'s boot caps,
+/// rates, posterior phase, re-test) differs from the forecast's, before the first verdict, is
+/// forecast again: a no-go's advice is followed by changing them.
 pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
     let mode = d.plan.forecast;
     if mode == Forecasting::Off {
         return None;
     }
-    let Some(f) = &state.forecast else {
-        let none = |why: &str| {
-            (mode == Forecasting::Only)
-                .then(|| Decision::Stop(StopReason::NoForecast(why.to_owned())))
-        };
-        if !state.verdicts.is_empty() || state.confirm.is_some() {
-            return none(
-                "the hunt is past its baselines (it gave verdicts before forecasts were made)",
-            );
+    let tuning = crate::hunt::tuning(&d.plan.settings.classify);
+    let before_candidates = state.verdicts.is_empty() && state.confirm.is_none();
+    match &state.forecast {
+        Some(f) if f.tuning == tuning || !before_candidates => match mode {
+            Forecasting::Only => Some(Decision::Stop(StopReason::Planned { go: f.go })),
+            Forecasting::Gate if !f.go => Some(Decision::Stop(StopReason::NoGo(f.verdict()))),
+            _ => None,
+        },
+        _ => {
+            let none = |why: &str| {
+                (mode == Forecasting::Only)
+                    .then(|| Decision::Stop(StopReason::NoForecast(why.to_owned())))
+            };
+            if !before_candidates {
+                return none(
+                    "the hunt is past its baselines (it gave verdicts before forecasts were made)",
+                );
+            }
+            let Some(model) = judge.model() else {
+                return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
+            };
+            let forecast = forecast::Forecast {
+                tuning,
+                ..forecast::forecast(&input(d, state, *model))
+            };
+            Some(Decision::Record(Event::Forecast(forecast)))
         }
-        let Some(model) = judge.model() else {
-            return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
-        };
-        let input = input(d, state, *model);
-        return Some(Decision::Record(Event::Forecast(
-            crate::forecast::forecast(&input),
-        )));
-    };
-    match mode {
-        Forecasting::Only => Some(Decision::Stop(StopReason::Planned { go: f.go })),
-        Forecasting::Gate if !f.go => Some(Decision::Stop(StopReason::NoGo(f.verdict()))),
-        _ => None,
     }
 }
 
