@@ -26,6 +26,7 @@ use crate::config::ClassifyConfig;
 use crate::hunt::judge::RefineProbe;
 use crate::sequential::Model;
 use crate::sim::{firstbad_run_with, normal, GivenBaselines, World};
+use crate::stats::nearest_rank;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use serde::{Deserialize, Serialize};
@@ -206,17 +207,11 @@ fn simulate(input: &Input) -> Vec<Sample> {
         .collect()
 }
 
-/// The `q` quantile of `values` (nearest rank).
-fn quantile(values: &mut [f64], q: f64) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let k = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
-    values[k - 1]
-}
-
+/// The median and 90th percentile of `values`, nearest rank (each one of the values).
 fn spread_of(mut values: Vec<f64>) -> Spread {
     Spread {
-        median: quantile(&mut values, 0.5),
-        p90: quantile(&mut values, 0.9),
+        median: nearest_rank(&mut values, 0.5),
+        p90: nearest_rank(&mut values, 0.9),
     }
 }
 

@@ -22,6 +22,14 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The nearest-rank `q` quantile of `values` (sorted in place): the smallest value at or
+/// above a share `q` of them, always one of the values. Empty `values` panic.
+pub fn nearest_rank(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let k = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[k - 1]
+}
+
 /// Arithmetic mean; NaN when empty.
 pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64

@@ -274,6 +274,17 @@ impl Bench {
         self.dir.path().join("journal.sqlite")
     }
 
+    /// Forecasts the journal holds.
+    fn forecasts(&self) -> usize {
+        Journal::open(&self.journal())
+            .expect("journal")
+            .events()
+            .expect("events")
+            .iter()
+            .filter(|e| matches!(e.event, Event::Forecast(_)))
+            .count()
+    }
+
     /// Runs (or resumes) the hunt on the journal: its end and exit code, and the state.
     async fn run(&self) -> (Result<HuntEnd, HuntError>, u8, HuntState) {
         let journal = Journal::open(&self.journal()).expect("journal");
@@ -391,14 +402,7 @@ async fn a_plan_forecasts_and_the_run_goes_on_from_its_baselines() {
     bench.forecast = Forecasting::Gate;
     let (end, code, state) = bench.run().await;
     assert_eq!((found(&end), code), (Some(23), 0), "{end:?}");
-    let forecasts = Journal::open(&bench.journal())
-        .expect("journal")
-        .events()
-        .expect("events")
-        .iter()
-        .filter(|e| matches!(e.event, Event::Forecast(_)))
-        .count();
-    assert_eq!(forecasts, 1);
+    assert_eq!(bench.forecasts(), 1);
     // The same hunt run at once, with its forecast: the same boots.
     let mut alone = Bench::new(
         &world,
@@ -409,7 +413,7 @@ async fn a_plan_forecasts_and_the_run_goes_on_from_its_baselines() {
     let (_, _, direct) = alone.run().await;
     assert_eq!(state.total_boots(), direct.total_boots());
     // The forecast, beside what the hunt spent after it, as the report gives it.
-    let spent = state.total_boots() - state.forecast_after_boots;
+    let spent = state.boots_since_forecast();
     assert!(
         spent > 0 && (spent as f64) <= 2.0 * f.boots.p90,
         "{spent} against {f:?}"
@@ -469,14 +473,7 @@ async fn a_no_go_stops_before_the_first_candidate_unless_told_to_go_on() {
     let again = state.forecast.clone().expect("forecast again");
     assert_eq!(again.tuning["classify.max_boots"], "12");
     assert_ne!(again, f);
-    let forecasts = Journal::open(&bench.journal())
-        .expect("journal")
-        .events()
-        .expect("events")
-        .iter()
-        .filter(|e| matches!(e.event, Event::Forecast(_)))
-        .count();
-    assert_eq!(forecasts, 2);
+    assert_eq!(bench.forecasts(), 2);
 
     bench.forecast = Forecasting::Advise;
     let (end, _, state) = bench.run().await;

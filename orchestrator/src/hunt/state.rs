@@ -509,6 +509,12 @@ impl HuntState {
         self.boots_finished
     }
 
+    /// Boots finished since the forecast was made (failed ones too): what the hunt spent
+    /// against it.
+    pub fn boots_since_forecast(&self) -> usize {
+        self.boots_finished - self.forecast_after_boots
+    }
+
     /// Boots of `commit` running now.
     pub fn running_boots(&self, commit: &str) -> usize {
         self.running

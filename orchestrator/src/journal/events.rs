@@ -85,6 +85,21 @@ pub enum BootOutcome {
     },
 }
 
+impl BootOutcome {
+    /// Seconds the host spent on a measured boot: the boot and its workload; `None` for a
+    /// failed one (its time is not recorded).
+    pub fn seconds(&self) -> Option<f64> {
+        match self {
+            BootOutcome::Measured {
+                boot_seconds,
+                result,
+                ..
+            } => Some(boot_seconds + result.duration_s),
+            BootOutcome::Failed { .. } => None,
+        }
+    }
+}
+
 /// A classification of one commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

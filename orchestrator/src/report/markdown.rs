@@ -294,7 +294,7 @@ pub fn markdown(
         for line in f.lines() {
             let _ = writeln!(out, "- {}", md(&line));
         }
-        let spent = state.total_boots() - state.forecast_after_boots;
+        let spent = state.boots_since_forecast();
         let so_far = if state.end.is_some() { "" } else { " so far" };
         let _ = writeln!(
             out,

@@ -605,7 +605,7 @@ impl Report {
             }),
             forecast: state.forecast.clone().map(|forecast| ForecastReport {
                 forecast,
-                spent_boots: state.total_boots() - state.forecast_after_boots,
+                spent_boots: state.boots_since_forecast(),
             }),
             bisect_log: bisect_log(id, state, commits),
             metric_table,

@@ -294,7 +294,7 @@ fn render_text(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) ->
             f.verdict(),
             f.boots.median,
             f.boots.p90,
-            state.total_boots() - state.forecast_after_boots
+            state.boots_since_forecast()
         );
     }
     let candidate = last_start.as_ref().map(|(c, _, _)| c.clone()).filter(|c| {

@@ -66,10 +66,7 @@ pub struct CellResult {
 }
 
 pub(super) fn p95(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    // Nearest-rank 95th percentile.
-    let k = ((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[k - 1]
+    crate::stats::nearest_rank(&mut v, 0.95)
 }
 
 /// What [`run_cell`] keeps of one replicate: its outcome, whether it was right, and its costs.

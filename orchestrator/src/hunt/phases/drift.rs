@@ -99,14 +99,7 @@ pub fn check(
     let seconds: f64 = done
         .iter()
         .rev()
-        .filter_map(|r| match &r.outcome {
-            BootOutcome::Measured {
-                boot_seconds,
-                result,
-                ..
-            } => Some(boot_seconds + result.duration_s),
-            BootOutcome::Failed { .. } => None,
-        })
+        .filter_map(|r| r.outcome.seconds())
         .take(run)
         .sum();
     if drift.drifted

@@ -7,7 +7,7 @@ use super::super::judge::Judge;
 use super::super::state::BootRecord;
 use super::super::HuntState;
 use crate::forecast;
-use crate::journal::{BootOutcome, BuildOutcome, Event};
+use crate::journal::{BuildOutcome, Event};
 use crate::sequential::Model;
 
 /// The forecast, once the baselines are in and before the first verdict; then what a
@@ -20,10 +20,11 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
     if mode == Forecasting::Off {
         return None;
     }
-    let tuning = crate::hunt::tuning(&d.plan.settings.classify);
+    // The tuning is read only before the first candidate: every later decision passes here.
+    let tuning = || crate::hunt::tuning(&d.plan.settings.classify);
     let before_candidates = state.verdicts.is_empty() && state.confirm.is_none();
     match &state.forecast {
-        Some(f) if f.tuning == tuning || !before_candidates => match mode {
+        Some(f) if !before_candidates || f.tuning == tuning() => match mode {
             Forecasting::Only => Some(Decision::Stop(StopReason::Planned { go: f.go })),
             Forecasting::Gate if !f.go => Some(Decision::Stop(StopReason::NoGo(f.verdict()))),
             _ => None,
@@ -42,7 +43,7 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
                 return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
             };
             let forecast = forecast::Forecast {
-                tuning,
+                tuning: tuning(),
                 ..forecast::forecast(&input(d, state, *model))
             };
             Some(Decision::Record(Event::Forecast(forecast)))
@@ -59,17 +60,7 @@ fn input(d: &Driver, state: &HuntState, model: Model) -> forecast::Input {
         .filter_map(|c| state.boots.get(*c))
         .flatten()
         .collect();
-    let seconds: Vec<f64> = boots
-        .iter()
-        .filter_map(|r| match &r.outcome {
-            BootOutcome::Measured {
-                boot_seconds,
-                result,
-                ..
-            } => Some(boot_seconds + result.duration_s),
-            BootOutcome::Failed { .. } => None,
-        })
-        .collect();
+    let seconds: Vec<f64> = boots.iter().filter_map(|r| r.outcome.seconds()).collect();
     let failed = boots.len() - seconds.len();
     // A kernel from the build cache takes no time, which says nothing of the candidates'.
     let builds: Vec<f64> = endpoints
