@@ -2,6 +2,9 @@
 //! bad boots of the same rounds ([`level_between`]), and what a culprit's and its parent's
 //! levels say of the rest ([`rest`]).
 
+use crate::stats::{mad, median};
+use statrs::distribution::{ChiSquared, ContinuousCDF, StudentsT};
+
 /// Where a commit's boots sit between the good centre (0) and the bad centre (1), with an
 /// interval: for the confirmation, so that a culprit that explains only part of the regression
 /// (two culprits, as with the CFQ queue-depth and dirty-ratio changes that together made fsync
@@ -22,6 +25,9 @@ pub struct Level {
 /// at 95% intervals on a wandering host, the demo hunt read as two steps).
 pub const LEVEL_Z: f64 = 2.575_829_303_548_901;
 
+/// Each side's tail beyond a level interval: 0.5%, as [`LEVEL_Z`].
+const LEVEL_TAIL: f64 = 0.005;
+
 /// The level intervals' coverage, in percent, for the words that state it.
 pub const LEVEL_PERCENT: u32 = 99;
 
@@ -29,29 +35,126 @@ pub const LEVEL_PERCENT: u32 = 99;
 /// which a burst in one round does not move.
 const MEDIAN_VARIANCE: f64 = std::f64::consts::FRAC_PI_2;
 
-/// [`Level`] of a commit whose `k` boots have the median `y`, against references measured in
-/// the same rounds: the good and bad sides' medians, of `k_ref` boots each (all on the
-/// oriented log scale), with boot noise `sigma`. References of the same minutes carry the
-/// host's move, which no model of it then has to guess. Var ≈ (π/2)·σ²·(1/k + ((1 − L)² +
-/// L²)/k_ref) / (bad − good)²; the interval is ±[`LEVEL_Z`] of it. `None` without an effect to
-/// measure against or without boots.
-pub fn level_between(
-    y: f64,
-    k: usize,
-    good: f64,
-    bad: f64,
-    k_ref: f64,
-    sigma: f64,
-) -> Option<Level> {
-    let effect = bad - good;
-    if effect <= 0.0 || k == 0 || k_ref <= 0.0 || !y.is_finite() {
+/// The noise behind one median of the re-test, on the oriented log scale: the boots' spread
+/// and the degrees of freedom it was estimated with (`f64::INFINITY` for the baselines' model,
+/// whose σ is already inflated for its few boots).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noise {
+    /// The spread of one boot.
+    pub sigma: f64,
+    /// The degrees of freedom behind `sigma`.
+    pub dof: f64,
+}
+
+/// The one-sided level of the test that sets the model's σ aside for a group's own spread:
+/// on boots as steady as the baselines', 1 group in 20 is read with its own, wider σ.
+const OWN_SPREAD_LEVEL: f64 = 0.95;
+
+impl Noise {
+    /// The baselines' `sigma`, unless the boots of `values` (oriented) prove it too small: their
+    /// robust spread (MAD) beyond the χ² 95% point of `sigma` (a host that moved since the
+    /// baselines, a commit whose boots spread as the baselines' did not). Their own spread then
+    /// stands, with its few degrees of freedom. The re-test of tests/e2e.rs on 2026-12-05 read
+    /// a docs-only parent (2.76, 4.99, 6.37 ms beside good's 3.34, 2.70, 2.53) at 20% of the
+    /// regression, 99% interval 14 to 26%, with the baselines' σ: "some of it comes before
+    /// the parent", of a commit that cannot have changed the kernel. Its own spread, and a
+    /// t quantile of two degrees of freedom, leave it undecided, as a rank test of three
+    /// boots against three would (p = 0.1).
+    pub fn of(values: &[f64], sigma: f64) -> Noise {
+        let model = Noise {
+            sigma,
+            dof: f64::INFINITY,
+        };
+        let n = values.len();
+        if n < 2 || sigma <= 0.0 {
+            return model;
+        }
+        // The spread robustly (the MAD): the re-test reads medians so that a burst in one
+        // round moves nothing, and one burst must not widen every interval either (a good
+        // reference at 6.97 ms beside 3.5 and 3.3 keeps the model's σ).
+        let own = mad(values);
+        let dof = (n - 1) as f64;
+        let bound = ChiSquared::new(dof).map_or(f64::INFINITY, |c| c.inverse_cdf(OWN_SPREAD_LEVEL));
+        if dof * own * own / (sigma * sigma) > bound {
+            Noise { sigma: own, dof }
+        } else {
+            model
+        }
+    }
+}
+
+/// One median a level is read from (oriented log scale): its value, the boots behind it, and
+/// their [`Noise`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Median {
+    /// The median.
+    pub at: f64,
+    /// Boots behind it.
+    pub boots: f64,
+    /// Their noise.
+    pub noise: Noise,
+}
+
+impl Median {
+    /// The median of `values` (oriented), with the baselines' `sigma` unless the values refute
+    /// it ([`Noise::of`]); `None` without values.
+    pub fn of(values: &[f64], sigma: f64) -> Option<Median> {
+        (!values.is_empty()).then(|| Median {
+            at: median(values),
+            boots: values.len() as f64,
+            noise: Noise::of(values, sigma),
+        })
+    }
+
+    /// The median's variance: (π/2)·σ²/k.
+    fn variance(&self) -> f64 {
+        MEDIAN_VARIANCE * self.noise.sigma * self.noise.sigma / self.boots
+    }
+}
+
+/// [`Level`] of a `commit`'s median against references measured in the same rounds, the `good`
+/// and `bad` sides' medians (or the baselines' centres). References of the same minutes carry
+/// the host's move, which no model of it then has to guess. Var ≈ (π/2)·(σ_c²/k_c +
+/// (1 − L)²·σ_g²/k_g + L²·σ_b²/k_b) / (bad − good)²; the interval is ±[`LEVEL_Z`] of it while
+/// every σ is the model's, and ± Student's t quantile of the Welch–Satterthwaite degrees of
+/// freedom once a median's own boots spread wider ([`Noise::of`]). `None` without an effect
+/// to measure against.
+pub fn level_between(commit: Median, good: Median, bad: Median) -> Option<Level> {
+    let effect = bad.at - good.at;
+    if effect <= 0.0 || commit.boots <= 0.0 || good.boots <= 0.0 || bad.boots <= 0.0 {
         return None;
     }
-    let l = (y - good) / effect;
-    let var =
-        MEDIAN_VARIANCE * sigma * sigma * (1.0 / k as f64 + ((1.0 - l).powi(2) + l * l) / k_ref)
-            / (effect * effect);
-    let half = LEVEL_Z * var.sqrt();
+    if !commit.at.is_finite() {
+        return None;
+    }
+    let l = (commit.at - good.at) / effect;
+    let terms = [
+        (commit.variance(), commit.noise.dof),
+        ((1.0 - l).powi(2) * good.variance(), good.noise.dof),
+        (l * l * bad.variance(), bad.noise.dof),
+    ];
+    let var: f64 = terms.iter().map(|(v, _)| v).sum();
+    // Welch–Satterthwaite: terms of the model (infinite dof) add nothing to the denominator.
+    let spread: f64 = terms
+        .iter()
+        .filter(|(_, dof)| dof.is_finite())
+        .map(|(v, dof)| v * v / dof)
+        .sum();
+    let dof = if spread > 0.0 {
+        var * var / spread
+    } else {
+        f64::INFINITY
+    };
+    // Past 10⁴ degrees of freedom t is z to four digits; and statrs' inverse (an inverse
+    // regularised beta) does not return for the astronomic dof a term of almost no weight
+    // gives (a culprit at bad, whose good reference is a wide one: (1 − L)² ≈ 0).
+    let quantile = if dof < 1e4 {
+        StudentsT::new(0.0, 1.0, dof.max(1.0))
+            .map_or(LEVEL_Z, |t| t.inverse_cdf(1.0 - LEVEL_TAIL).max(LEVEL_Z))
+    } else {
+        LEVEL_Z
+    };
+    let half = quantile * var.sqrt() / effect;
     Some(Level {
         level: l,
         lo: l - half,
@@ -139,20 +242,35 @@ impl StepLevels {
 mod tests {
     use super::*;
 
+    /// A median of `k` boots at `at` with the model's σ = 1.
+    fn model(at: f64, k: f64) -> Median {
+        Median {
+            at,
+            boots: k,
+            noise: Noise {
+                sigma: 1.0,
+                dof: f64::INFINITY,
+            },
+        }
+    }
+
     #[test]
     fn a_level_is_where_the_median_sits_between_references_of_the_same_rounds() {
         // Good at 0, bad at 2 (σ = 1), 4 boots of each; a commit's median at 1: half-way.
-        let l = level_between(1.0, 4, 0.0, 2.0, 4.0, 1.0).unwrap();
+        let l = level_between(model(1.0, 4.0), model(0.0, 4.0), model(2.0, 4.0)).unwrap();
         // Var = π/2 · (1/4 + 0.5/4) / 4 = 0.147262; half-width 2.5758 · 0.38375 = 0.98847.
         assert!((l.level - 0.5).abs() < 1e-12, "{l:?}");
         assert!((l.hi - l.level - 0.988_47).abs() < 1e-4, "{l:?}");
         assert!((l.level - l.lo - 0.988_47).abs() < 1e-4, "{l:?}");
         // The references moved with the host (good at 3, bad at 5): the same commit, 3 higher,
         // is still half-way.
-        let moved = level_between(4.0, 4, 3.0, 5.0, 4.0, 1.0).unwrap();
+        let moved = level_between(model(4.0, 4.0), model(3.0, 4.0), model(5.0, 4.0)).unwrap();
         assert!((moved.level - 0.5).abs() < 1e-12);
         // Nothing to measure against.
-        assert_eq!(level_between(1.0, 4, 2.0, 2.0, 4.0, 1.0), None);
+        assert_eq!(
+            level_between(model(1.0, 4.0), model(2.0, 4.0), model(2.0, 4.0)),
+            None
+        );
         // After rounds_to_separate rounds, a whole step is just clear by the floor.
         for effect in [2.0, 4.0, 13.0] {
             let k = rounds_to_separate(effect, 0.05);
@@ -160,7 +278,59 @@ mod tests {
             assert!((1.0 - 2.0 * half(k) - 0.05).abs() < 1e-9, "{effect}: {k}");
         }
         assert!(rounds_to_separate(13.0, 0.02) < 1.0 && rounds_to_separate(2.0, 0.05) > 20.0);
-        assert_eq!(level_between(1.0, 0, 0.0, 2.0, 4.0, 1.0), None);
+        assert_eq!(
+            level_between(model(1.0, 0.0), model(0.0, 4.0), model(2.0, 4.0)),
+            None
+        );
+    }
+
+    /// Boots as steady as the baselines' keep the model's σ; boots that spread far wider
+    /// are read with their own spread and its degrees of freedom.
+    #[test]
+    fn a_group_keeps_the_models_noise_unless_its_own_boots_refute_it() {
+        let steady = Noise::of(&[1.0, 1.1, 0.9], 0.1);
+        assert_eq!(steady.dof, f64::INFINITY);
+        assert_eq!(steady.sigma, 0.1);
+        let wide = Noise::of(&[1.0, 1.6, 1.85], 0.1);
+        assert_eq!(wide.dof, 2.0);
+        assert!(wide.sigma > 0.3, "{wide:?}");
+        // One boot has no spread of its own.
+        assert_eq!(Noise::of(&[5.0], 0.1).dof, f64::INFINITY);
+    }
+
+    /// The re-test of tests/e2e.rs on 2026-12-05 (ms; lower is better, so ln is oriented): a
+    /// docs-only parent beside good and bad of the same three rounds, with a model σ of 0.1.
+    /// Read with the baselines' σ it sat at 20%, its interval clear of good: "some of the
+    /// regression comes before the parent". Its own spread leaves good inside the interval.
+    #[test]
+    fn a_parent_whose_boots_spread_wide_is_not_called_a_step_of_its_own() {
+        let ln = |v: &[f64]| v.iter().map(|x: &f64| x.ln()).collect::<Vec<_>>();
+        let parent = ln(&[2.762, 4.986, 6.369]);
+        let good = ln(&[3.342, 2.697, 2.533]);
+        let bad = ln(&[59.764, 60.249, 62.550]);
+        let at = |v: &[f64], own: bool| {
+            let m = Median::of(v, 0.1).unwrap();
+            if own {
+                m
+            } else {
+                model_sigma(m, 0.1)
+            }
+        };
+        let old = level_between(at(&parent, false), at(&good, false), at(&bad, false)).unwrap();
+        assert!(old.lo > 0.1, "the baselines' σ alone: {old:?}");
+        let l = level_between(at(&parent, true), at(&good, true), at(&bad, true)).unwrap();
+        assert!((l.level - 0.198).abs() < 0.01, "{l:?}");
+        assert!(l.lo < 0.0 && l.hi > 0.5, "{l:?}");
+    }
+
+    fn model_sigma(m: Median, sigma: f64) -> Median {
+        Median {
+            noise: Noise {
+                sigma,
+                dof: f64::INFINITY,
+            },
+            ..m
+        }
     }
 
     #[test]

@@ -14,8 +14,8 @@ use super::super::{short, HuntState};
 use crate::config::Direction;
 use crate::journal::{BootOutcome, BuildOutcome, Event};
 use crate::posterior::{
-    class_probability, dag_posterior_with_host, level_between, rounds_to_separate, Level,
-    StepLevels, LEVEL_PERCENT,
+    class_probability, dag_posterior_with_host, level_between, rounds_to_separate, Level, Median,
+    Noise, StepLevels, LEVEL_PERCENT,
 };
 use crate::sequential::{oriented, Model};
 use crate::stats::{mann_whitney_u, median};
@@ -265,16 +265,25 @@ impl Reading {
         let floor = model.map_or(0.0, |m| m.share_of(min_effect));
         let levels = refs.and_then(|(g, b, sigma, n)| {
             // The references again from their admitted boots.
-            let (g, b, k_ref) = match n {
-                Some(n) => (g, b, n.max(1.0)),
-                None if !kept[2].is_empty() && !kept[3].is_empty() => (
-                    median(&y(&kept[2])),
-                    median(&y(&kept[3])),
-                    kept[2].len().min(kept[3].len()) as f64,
+            // Each median with the model's σ unless its own boots refute it (Noise::of).
+            let (g, b) = match n {
+                Some(n) => {
+                    let centre = |at: f64| Median {
+                        at,
+                        boots: n.max(1.0),
+                        noise: Noise {
+                            sigma,
+                            dof: f64::INFINITY,
+                        },
+                    };
+                    (centre(g), centre(b))
+                }
+                None => (
+                    Median::of(&y(&kept[2]), sigma)?,
+                    Median::of(&y(&kept[3]), sigma)?,
                 ),
-                None => return None,
             };
-            let at = |v: &[f64]| level_between(median(v), v.len(), g, b, k_ref, sigma);
+            let at = |v: &[f64]| level_between(Median::of(v, sigma)?, g, b);
             Some((at(&po)?, at(&co)?))
         });
         // Too few rounds to trust their references: one of them sits more than 4σ from its
