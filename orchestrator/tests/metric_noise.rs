@@ -324,10 +324,7 @@ fn hunt(h: &History, name: &str, test: &str) -> Hunt {
 impl Hunt {
     /// The short id after `first bad commit: `, if it named one.
     fn named(&self) -> Option<&str> {
-        self.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("first bad commit: "))
-            .and_then(|l| l.split_whitespace().next())
+        self.named_all().first().map(|(c, _)| *c)
     }
 
     /// The journalled confirmation: whether it bore the culprit out, and its summary.
@@ -460,7 +457,8 @@ impl Hunt {
         let want = [&h.culprit[..12], &h.second[..12]];
         assert!(
             want.iter().all(|w| confirmed.contains(w)) && confirmed.len() == 2,
-            "the 20% slowdown is {}, the 10% one {}; both, and only they, are confirmed:              {named:?}\nstdout:\n{}\nstderr:\n{}",
+            "the 20% slowdown is {}, the 10% one {}; both, and only they, are confirmed: \
+             {named:?}\nstdout:\n{}\nstderr:\n{}",
             want[0],
             want[1],
             self.stdout,

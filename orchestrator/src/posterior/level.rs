@@ -25,11 +25,11 @@ pub struct Level {
 /// at 95% intervals on a wandering host, the demo hunt read as two steps).
 pub const LEVEL_Z: f64 = 2.575_829_303_548_901;
 
-/// Each side's tail beyond a level interval: 0.5%, as [`LEVEL_Z`].
-const LEVEL_TAIL: f64 = 0.005;
-
 /// The level intervals' coverage, in percent, for the words that state it.
 pub const LEVEL_PERCENT: u32 = 99;
+
+/// Each side's tail beyond a level interval: 0.5%, as [`LEVEL_Z`].
+const LEVEL_TAIL: f64 = (100 - LEVEL_PERCENT) as f64 / 200.0;
 
 /// Variance of the median against the mean's on normal data (π/2): the re-test reads medians,
 /// which a burst in one round does not move.
@@ -51,6 +51,15 @@ pub struct Noise {
 const OWN_SPREAD_LEVEL: f64 = 0.95;
 
 impl Noise {
+    /// The baselines' model's σ, already inflated for its few boots: no degrees of freedom
+    /// to count.
+    pub fn model(sigma: f64) -> Noise {
+        Noise {
+            sigma,
+            dof: f64::INFINITY,
+        }
+    }
+
     /// The baselines' `sigma`, unless the boots of `values` (oriented) prove it too small: their
     /// robust spread (MAD) beyond the χ² 95% point of `sigma` (a host that moved since the
     /// baselines, a commit whose boots spread as the baselines' did not). Their own spread then
@@ -61,10 +70,7 @@ impl Noise {
     /// t quantile of two degrees of freedom, leave it undecided, as a rank test of three
     /// boots against three would (p = 0.1).
     pub fn of(values: &[f64], sigma: f64) -> Noise {
-        let model = Noise {
-            sigma,
-            dof: f64::INFINITY,
-        };
+        let model = Noise::model(sigma);
         let n = values.len();
         if n < 2 || sigma <= 0.0 {
             return model;
@@ -96,6 +102,15 @@ pub struct Median {
 }
 
 impl Median {
+    /// A centre of the baselines' model, behind `boots` boots, with its σ.
+    pub fn model(at: f64, boots: f64, sigma: f64) -> Median {
+        Median {
+            at,
+            boots,
+            noise: Noise::model(sigma),
+        }
+    }
+
     /// The median of `values` (oriented), with the baselines' `sigma` unless the values refute
     /// it ([`Noise::of`]); `None` without values.
     pub fn of(values: &[f64], sigma: f64) -> Option<Median> {
@@ -121,10 +136,8 @@ impl Median {
 /// to measure against.
 pub fn level_between(commit: Median, good: Median, bad: Median) -> Option<Level> {
     let effect = bad.at - good.at;
-    if effect <= 0.0 || commit.boots <= 0.0 || good.boots <= 0.0 || bad.boots <= 0.0 {
-        return None;
-    }
-    if !commit.at.is_finite() {
+    let boots = [commit.boots, good.boots, bad.boots];
+    if effect <= 0.0 || boots.iter().any(|&k| k <= 0.0) || !commit.at.is_finite() {
         return None;
     }
     let l = (commit.at - good.at) / effect;
@@ -244,14 +257,7 @@ mod tests {
 
     /// A median of `k` boots at `at` with the model's σ = 1.
     fn model(at: f64, k: f64) -> Median {
-        Median {
-            at,
-            boots: k,
-            noise: Noise {
-                sigma: 1.0,
-                dof: f64::INFINITY,
-            },
-        }
+        Median::model(at, k, 1.0)
     }
 
     #[test]
@@ -313,7 +319,7 @@ mod tests {
             if own {
                 m
             } else {
-                model_sigma(m, 0.1)
+                Median::model(m.at, m.boots, 0.1)
             }
         };
         let old = level_between(at(&parent, false), at(&good, false), at(&bad, false)).unwrap();
@@ -321,16 +327,6 @@ mod tests {
         let l = level_between(at(&parent, true), at(&good, true), at(&bad, true)).unwrap();
         assert!((l.level - 0.198).abs() < 0.01, "{l:?}");
         assert!(l.lo < 0.0 && l.hi > 0.5, "{l:?}");
-    }
-
-    fn model_sigma(m: Median, sigma: f64) -> Median {
-        Median {
-            noise: Noise {
-                sigma,
-                dof: f64::INFINITY,
-            },
-            ..m
-        }
     }
 
     #[test]

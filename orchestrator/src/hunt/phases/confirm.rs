@@ -15,7 +15,7 @@ use crate::config::Direction;
 use crate::journal::{BootOutcome, BuildOutcome, Event};
 use crate::posterior::{
     class_probability, dag_posterior_with_host, level_between, rounds_to_separate, Level, Median,
-    Noise, StepLevels, LEVEL_PERCENT,
+    StepLevels, LEVEL_PERCENT,
 };
 use crate::sequential::{oriented, Model};
 use crate::stats::{mann_whitney_u, median};
@@ -267,17 +267,10 @@ impl Reading {
             // The references again from their admitted boots.
             // Each median with the model's σ unless its own boots refute it (Noise::of).
             let (g, b) = match n {
-                Some(n) => {
-                    let centre = |at: f64| Median {
-                        at,
-                        boots: n.max(1.0),
-                        noise: Noise {
-                            sigma,
-                            dof: f64::INFINITY,
-                        },
-                    };
-                    (centre(g), centre(b))
-                }
+                Some(n) => (
+                    Median::model(g, n.max(1.0), sigma),
+                    Median::model(b, n.max(1.0), sigma),
+                ),
                 None => (
                     Median::of(&y(&kept[2]), sigma)?,
                     Median::of(&y(&kept[3]), sigma)?,
