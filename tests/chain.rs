@@ -96,7 +96,8 @@ fn exported_demo_kernels_then_the_source_between_them_in_one_journal_across_a_ki
              [chain]\nrepo = \"{repo}\"\n{config}\njobs = 2\n\
              revisions = {{ \"./k-good\" = \"{good}\", \"./k-mid\" = \"{mid}\", \"./k-bad\" = \"{bad}\" }}\n\n\
              [[hosts]]{rest}\n\
-             [classify]\nconfirm_pairs = 1\nrefine_boots = 0\n",
+             [classify]\nconfirm_pairs = 1\nrefine_boots = 0\n\
+             # The revert on top is e2e.rs's subject.\nrevert = false\n",
             state = state.display(),
             repo = demo_tree().display(),
         ),

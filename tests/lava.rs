@@ -128,6 +128,8 @@ timeout_s = 300
 [classify]
 # One step: the farm is this test's subject (every step in one run is metric_hunts.rs's).
 max_culprits = 1
+# The revert on top is e2e.rs's subject.
+revert = false
 "#,
             repo = demo_tree().display(),
             state = dir.join("state").display(),

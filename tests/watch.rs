@@ -166,6 +166,8 @@ url = "http://127.0.0.1:{webhook}/firstbad"
 
 [classify]
 min_effect = 0.2
+# The revert on top of a night's culprit is e2e.rs's subject.
+revert = false
 
 {tables}"#,
         upstream = upstream.display(),

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 mod checkout;
 mod make;
 mod modules;
+pub mod revert;
 
 pub use checkout::checkout_detached;
 pub use make::error_lines;

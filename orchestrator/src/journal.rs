@@ -382,7 +382,9 @@ impl Journal {
             | Event::TestCancelled { commit, .. }
             | Event::Verdict { commit, .. }
             | Event::ConfirmStarted { commit, .. }
-            | Event::Confirmation { commit, .. } => Some(commit.as_str()),
+            | Event::Confirmation { commit, .. }
+            | Event::RevertStarted { commit, .. }
+            | Event::Reverted { commit, .. } => Some(commit.as_str()),
             _ => None,
         };
         self.append_body(&kind, commit, event).map(|(seq, _)| seq)

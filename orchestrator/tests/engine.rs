@@ -8,6 +8,7 @@
 //! a boot's value depends only on the commit and its boot number, so a resumed hunt that
 //! boots the same commit under the same number sees the same value.
 
+use firstbad::build::revert::RevertMade;
 use firstbad::build::BuildError;
 use firstbad::config::{ClassifyConfig, ClassifyMode, Direction};
 use firstbad::exec::{self, BootJob, Builder, Paths, Task, TestHost};
@@ -16,7 +17,9 @@ use firstbad::hunt::driver::{Driver, Forecasting, HuntKind, Plan, Slot, StopReas
 use firstbad::hunt::judge::Settings;
 use firstbad::hunt::prelude::begin_or_resume;
 use firstbad::hunt::{end_code, HuntError, HuntState};
-use firstbad::journal::{BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal};
+use firstbad::journal::{
+    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, Recovers,
+};
 use firstbad::search::{Dag, Node};
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashSet};
@@ -34,6 +37,18 @@ fn id(i: usize) -> String {
 
 fn index(id: &str) -> usize {
     usize::from_str_radix(id, 16).expect("hex") - 0x00c0_ffee_0000
+}
+
+/// The fake revert of commit `c` on top of the bad endpoint is commit `REVERTS + c`: it
+/// measures like good when `c` is the culprit, like bad otherwise.
+const REVERTS: usize = 1000;
+
+/// The reverter of the plan's: every revert applies (a fake of `build::revert`, which
+/// tests/e2e.rs runs on the real tree).
+fn fake_revert(culprit: &str, _onto: &str) -> RevertMade {
+    RevertMade::Applied {
+        revert: id(REVERTS + index(culprit)),
+    }
 }
 
 /// What the fake commits measure like.
@@ -80,7 +95,11 @@ impl World {
         let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64((i as u64) << 20 | u64::from(boot));
         let z: f64 = (0..12).map(|_| rng.gen::<f64>()).sum::<f64>() - 6.0;
         let moved = i == 0 && self.good_moves_after.is_some_and(|k| boot as usize > k);
-        let level = f64::from(u8::from(i >= self.culprit || moved));
+        let level = if i >= REVERTS {
+            f64::from(u8::from(i - REVERTS != self.culprit))
+        } else {
+            f64::from(u8::from(i >= self.culprit || moved))
+        };
         35.0 * (1.0 + 0.1 * (self.d * level + z))
     }
 }
@@ -235,6 +254,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         build_ahead: false,
         seed: 42,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
+        revert: Some(Box::new(fake_revert)),
         kind: HuntKind::Measured,
         stop_at_baselines: false,
         pairs: None,
@@ -251,6 +271,7 @@ struct Bench {
     classify: ClassifyConfig,
     build_ahead: bool,
     forecast: Forecasting,
+    revert: fn(&str, &str) -> RevertMade,
 }
 
 impl Bench {
@@ -267,6 +288,7 @@ impl Bench {
             classify,
             build_ahead: false,
             forecast: Forecasting::Off,
+            revert: fake_revert,
         }
     }
 
@@ -295,6 +317,7 @@ impl Bench {
         let mut plan = plan;
         plan.build_ahead = self.build_ahead;
         plan.forecast = self.forecast;
+        plan.revert = Some(Box::new(self.revert));
         let mut meaning = BTreeMap::new();
         meaning.insert("classify.mode".to_owned(), "fake".to_owned());
         let identity = HuntIdentity {
@@ -357,7 +380,7 @@ async fn baselines_mode_names_and_confirms_the_culprit() {
     let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
     assert_eq!(found(&end), Some(23), "{end:?}");
     assert_eq!(code, 0, "{:?}", state.confirmation);
-    let c = state.confirmation.expect("confirmed");
+    let c = state.confirmation.as_ref().expect("confirmed");
     assert!(
         c.confirmed && c.confidence.unwrap() >= 0.95,
         "{}",
@@ -368,6 +391,61 @@ async fn baselines_mode_names_and_confirms_the_culprit() {
         "{}",
         c.summary
     );
+    // Issue 34: the culprit reverted on top of bad measures like good, in rounds beside good
+    // and bad after the re-test, and the hunt ends after it.
+    let r = state
+        .reverted
+        .as_ref()
+        .expect("the culprit was reverted on top of bad");
+    assert_eq!(r.revert, Some(id(REVERTS + 23)));
+    assert_eq!(r.recovers, Recovers::All, "{}", r.summary);
+    assert!(
+        r.level.is_some_and(|l| l.level.abs() < 0.5),
+        "{}",
+        r.summary
+    );
+    assert!(r.summary.contains("all of it"), "{}", r.summary);
+    let rounds = state.values(&id(REVERTS + 23)).len();
+    assert!((3..=8).contains(&rounds), "{rounds} boots of the revert");
+}
+
+/// A revert that does not apply is said with its files, and nothing is built or booted for
+/// it; with the setting off there is no revert at all. Both end as the hunt would without.
+#[tokio::test(start_paused = true)]
+async fn a_revert_that_does_not_apply_is_named_and_one_turned_off_is_not_made() {
+    let world = World::new(23);
+    let mut bench = Bench::new(
+        &world,
+        vec![FakeHost::new("vm1", &world, 10)],
+        classify(ClassifyMode::Baselines),
+    );
+    bench.revert = |_, _| RevertMade::Conflicts {
+        files: vec!["fs/ext4/fsync.c".into()],
+    };
+    let (end, code, state) = bench.run().await;
+    assert_eq!((found(&end), code), (Some(23), 0), "{end:?}");
+    let r = state.reverted.expect("the revert's outcome is journalled");
+    assert_eq!(
+        (r.revert, r.level, r.recovers),
+        (None, None, Recovers::NotMeasured)
+    );
+    assert!(
+        r.summary.contains("does not apply cleanly") && r.summary.contains("fs/ext4/fsync.c"),
+        "{}",
+        r.summary
+    );
+    assert!(!state.builds.contains_key(&id(REVERTS + 23)));
+    let off = Bench::new(
+        &world,
+        vec![FakeHost::new("vm1", &world, 10)],
+        ClassifyConfig {
+            revert: false,
+            ..classify(ClassifyMode::Baselines)
+        },
+    );
+    let (end, code, state) = off.run().await;
+    assert_eq!((found(&end), code), (Some(23), 0), "{end:?}");
+    assert!(state.revert.is_none() && state.reverted.is_none());
 }
 
 /// Issue 34, item 3: `firstbad plan` measures the baselines, forecasts and stops (exit 0 for a

@@ -125,6 +125,8 @@ pub(super) fn classify(v: &Validator, c: RawClassify) -> Result<ClassifyConfig, 
         // Bug 12309 had two first-bad commits; three leaves room for one more without a run
         // hunting a fourth part that the re-test's intervals placed on noise.
         max_culprits: v.int(&bounds::CLASSIFY_MAX_CULPRITS, None, c.max_culprits)?,
+        // A maintainer's first question of a culprit; one incremental build and a few rounds.
+        revert: c.revert.unwrap_or(true),
     };
     if classify.min_boots > classify.max_boots {
         return Err(v.field(

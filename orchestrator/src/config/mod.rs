@@ -545,6 +545,9 @@ pub struct ClassifyConfig {
     /// before the culprit's parent or after the culprit, that part is hunted next, in the
     /// same run and journal ([`crate::hunt::steps`]), up to this many culprits in all.
     pub max_culprits: u32,
+    /// Revert a confirmed culprit on top of bad and measure what that recovers (kernel hunts
+    /// over git, baselines mode; issue 34).
+    pub revert: bool,
 }
 
 impl ClassifyConfig {

@@ -258,4 +258,5 @@ pub(super) struct RawClassify {
     pub(super) refine_boots: Option<i64>,
     pub(super) max_baseline_boots: Option<i64>,
     pub(super) max_culprits: Option<i64>,
+    pub(super) revert: Option<bool>,
 }

@@ -536,6 +536,16 @@ fn say(event: &Event, state: &HuntState) {
             ..
         } => tracing::info!("culprit confirmed: {summary}"),
         Event::Confirmation { summary, .. } => tracing::warn!("culprit NOT confirmed: {summary}"),
+        Event::RevertStarted { commit, onto, made } => {
+            let said = made.describe(short(commit), short(onto));
+            match made {
+                crate::build::revert::RevertMade::Applied { .. } => {
+                    tracing::info!("reverting on top: {said}; booting it beside good and bad")
+                }
+                _ => tracing::warn!("reverting on top: {said}"),
+            }
+        }
+        Event::Reverted { summary, .. } => tracing::info!("reverted on top: {summary}"),
         Event::HostRetired { host, reason } => {
             tracing::error!("host {host} leaves the pool: {reason}")
         }

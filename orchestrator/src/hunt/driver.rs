@@ -25,6 +25,11 @@ pub struct Slot {
 /// A commit's first parent, from the history.
 pub type FirstParent = Box<dyn Fn(&str) -> Option<String> + Send>;
 
+/// Reverts a culprit (the first argument) on top of a commit (the second) and says what git
+/// made of it: a commit of its own in the repository's object store, or why there is none
+/// ([`crate::build::revert`]). The same two commits make the same revert.
+pub type Reverter = Box<dyn Fn(&str, &str) -> crate::build::revert::RevertMade + Send>;
+
 /// What does not change while a hunt runs.
 pub struct Plan {
     /// The candidates (node 0 is the bad endpoint).
@@ -46,6 +51,10 @@ pub struct Plan {
     pub seed: u64,
     /// A commit's first parent (a read of the immutable history, not of the world).
     pub first_parent: FirstParent,
+    /// Reverts a confirmed culprit on top of bad, for a kernel hunt over git
+    /// ([`phases::revert`]); none where nothing can build a revert (a command or prebuilt
+    /// hunt, the simulator).
+    pub revert: Option<Reverter>,
     /// How a commit is judged.
     pub kind: HuntKind,
     /// `firstbad reproduce`: end once the endpoints' baselines confirm the regression
@@ -347,6 +356,9 @@ impl Driver {
             )));
         }
         if let Some(c) = &state.confirmation {
+            if let Some(d) = phases::revert::next(self, state, &judge) {
+                return d;
+            }
             return self.finish(
                 state,
                 HuntEnd::Found {
@@ -393,6 +405,11 @@ impl Driver {
     /// The boots spent, once they reach the plan's budget ([`Plan::budget`]).
     pub fn budget_spent(&self, state: &HuntState) -> Option<usize> {
         let max = self.plan.budget?;
+        // A confirmed culprit is the answer the budget was for: its revert, bounded by the
+        // re-test's rounds, runs to its end.
+        if state.confirmation.is_some() {
+            return None;
+        }
         let spent: usize = state.boots.values().map(Vec::len).sum();
         (spent >= max).then_some(spent)
     }

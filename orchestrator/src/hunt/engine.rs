@@ -309,6 +309,7 @@ pub(super) async fn engine(
     let pruned = state.pruned.as_ref().is_some_and(|p| !p.links.is_empty());
     let hosts = crate::hosts::machine::test_hosts(hosts, &cfg.workload);
     let first_parent = first_parent(&range, kernels)?;
+    let revert = reverter(cfg, &range);
     let plan = Plan {
         seed: hunt_seed(&good, &range.bad),
         good,
@@ -338,6 +339,7 @@ pub(super) async fn engine(
             .collect(),
         build_ahead: build_ahead(cfg),
         first_parent,
+        revert,
         kind: HuntKind::Measured,
         stop_at_baselines,
         pairs,
@@ -404,6 +406,18 @@ fn first_parent(
         .map(|w| (w[1].id.clone(), w[0].id.clone()))
         .collect();
     Ok(Box::new(move |c| before.get(c).cloned()))
+}
+
+/// The revert of a confirmed culprit on top of bad, for a range over git built from source
+/// ([`super::phases::revert`]); none for prebuilt kernels.
+fn reverter(cfg: &HuntConfig, range: &HuntRange) -> Option<driver::Reverter> {
+    if range.history.is_none() || cfg.build.prebuilt().is_some() {
+        return None;
+    }
+    let repo = cfg.repo.clone();
+    Some(Box::new(move |culprit, onto| {
+        crate::build::revert::revert_on_top(&repo, culprit, onto)
+    }))
 }
 
 /// The judging settings of a kernel hunt.

@@ -127,5 +127,6 @@ pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
         ),
         ("classify.confidence".into(), c.confidence.to_string()),
         ("classify.max_culprits".into(), c.max_culprits.to_string()),
+        ("classify.revert".into(), c.revert.to_string()),
     ])
 }

@@ -24,7 +24,9 @@ pub mod steps;
 pub mod summary;
 
 pub use prelude::{apply_replay, begin_or_resume, HuntRange};
-pub use state::{BootRecord, ConfirmStart, Confirmation, DriftRecord, HuntState, Running};
+pub use state::{
+    BootRecord, ConfirmStart, Confirmation, DriftRecord, HuntState, RevertStart, Reverted, Running,
+};
 
 use crate::build::BuildError;
 use crate::error::exit_code;

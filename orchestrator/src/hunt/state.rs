@@ -71,6 +71,32 @@ pub struct Confirmation {
     pub levels: Option<crate::posterior::StepLevels>,
 }
 
+/// Where the revert of a confirmed culprit on top of bad began.
+#[derive(Debug, Clone)]
+pub struct RevertStart {
+    /// The culprit.
+    pub commit: String,
+    /// What git made of the revert.
+    pub made: crate::build::revert::RevertMade,
+    /// Boots started before it: those started from here on are its rounds'.
+    pub started_before: usize,
+}
+
+/// What the revert of the culprit recovers, as journalled.
+#[derive(Debug, Clone)]
+pub struct Reverted {
+    /// The culprit.
+    pub commit: String,
+    /// The revert commit, when one was made.
+    pub revert: Option<String>,
+    /// Where the revert sits between good (0) and bad (1), when measured.
+    pub level: Option<crate::posterior::Level>,
+    /// What the rounds say.
+    pub recovers: crate::journal::Recovers,
+    /// The figures.
+    pub summary: String,
+}
+
 /// A step begun and not yet finished.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Running {
@@ -142,6 +168,10 @@ pub struct HuntState {
     pub confirm: Option<ConfirmStart>,
     /// The final re-test's result.
     pub confirmation: Option<Confirmation>,
+    /// The culprit's revert on top of bad under way.
+    pub revert: Option<RevertStart>,
+    /// What the revert recovers.
+    pub reverted: Option<Reverted>,
     /// Boots (failed ones too) since the last verdict: what the posterior phase has spent.
     pub boots_since_verdict: usize,
     /// How the hunt ended, if it did.
@@ -289,6 +319,28 @@ impl HuntState {
                     summary: summary.clone(),
                     parent: parent.clone(),
                     levels: *levels,
+                })
+            }
+            Event::RevertStarted { commit, made, .. } => {
+                self.revert = Some(RevertStart {
+                    commit: commit.clone(),
+                    made: made.clone(),
+                    started_before: self.boots_started,
+                })
+            }
+            Event::Reverted {
+                commit,
+                revert,
+                level,
+                recovers,
+                summary,
+            } => {
+                self.reverted = Some(Reverted {
+                    commit: commit.clone(),
+                    revert: revert.clone(),
+                    level: *level,
+                    recovers: *recovers,
+                    summary: summary.clone(),
                 })
             }
             Event::Verdict {

@@ -123,6 +123,37 @@ impl Verdict {
     }
 }
 
+/// What a culprit's revert on top of bad recovers of the regression, by its rounds' level
+/// (0 = good, 1 = bad) and the smallest effect that counts (`floor`, a share of the
+/// regression), read at the level's interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recovers {
+    /// All of it: the revert measures as good, within the floor at the interval's top.
+    All,
+    /// Some of it and not all: beyond the floor from both good and bad.
+    Part,
+    /// None of it: the revert measures as bad, within the floor at the interval's bottom.
+    Nothing,
+    /// The rounds cannot tell (few of them, a small effect against the noise).
+    Undecided,
+    /// Not measured: the revert does not apply, changes nothing, or does not build.
+    NotMeasured,
+}
+
+impl Recovers {
+    /// The word the reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recovers::All => "all",
+            Recovers::Part => "part",
+            Recovers::Nothing => "nothing",
+            Recovers::Undecided => "undecided",
+            Recovers::NotMeasured => "not measured",
+        }
+    }
+}
+
 /// How the hunt ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
@@ -277,6 +308,32 @@ pub enum Event {
         /// was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         levels: Option<crate::posterior::StepLevels>,
+    },
+    /// The confirmed culprit was reverted on top of the stage's bad endpoint (issue 34):
+    /// the revert commit to build and boot in rounds beside good and bad, or why there is none.
+    RevertStarted {
+        /// The culprit.
+        commit: String,
+        /// The commit it was reverted onto.
+        onto: String,
+        /// What git made of it.
+        made: crate::build::revert::RevertMade,
+    },
+    /// What reverting the culprit on top of bad recovers of the regression.
+    Reverted {
+        /// The culprit.
+        commit: String,
+        /// The revert commit, when one was made.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revert: Option<String>,
+        /// Where the revert sits between good (0) and bad (1) in its rounds; what it recovers
+        /// is 1 minus this. Absent when it was not measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<crate::posterior::Level>,
+        /// What the rounds say of it.
+        recovers: Recovers,
+        /// The figures, for a person.
+        summary: String,
     },
     /// A commit was classified.
     Verdict {

@@ -193,6 +193,8 @@ fn engine(
         // A build beside a run shares the machine's cores with what is being timed.
         build_ahead: false,
         first_parent,
+        // A command hunt builds nothing a revert could be booted as.
+        revert: None,
         kind: HuntKind::Measured,
         stop_at_baselines,
         pairs: None,

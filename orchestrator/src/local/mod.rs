@@ -123,6 +123,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
             .collect(),
         build_ahead: false,
         first_parent: Box::new(|_| None),
+        revert: None,
         kind: HuntKind::ExitStatus {
             command: cfg.test.command.clone(),
         },

@@ -223,6 +223,9 @@ fn email_text(r: &Report) -> String {
         r.confidence.level,
         r.confidence.reasons.join("; ")
     );
+    if let Some(v) = &r.revert {
+        let _ = writeln!(out, "Reverted on top of bad: {}.\n", v.summary);
+    }
     if let Some(t) = &r.metric_table {
         metric_table(&mut out, t);
     }

@@ -196,10 +196,14 @@ fn confirmation_lines(state: &HuntState, commit: &str) -> String {
         Some(p) => format!("posterior probability {:.1}%", p * 100.0),
         None => "no posterior probability (absolute-threshold mode has no model)".to_owned(),
     };
-    format!(
+    let mut lines = format!(
         "- confirmation: {verdict}; {probability}\n- evidence: {}\n",
         md(&c.summary)
-    )
+    );
+    if let Some(r) = state.reverted.as_ref().filter(|r| r.commit == commit) {
+        let _ = writeln!(lines, "- revert on top of bad: {}", md(&r.summary));
+    }
+    lines
 }
 
 /// The Markdown report. Text from input (subjects, authors, ids, reasons) is inert: no HTML,

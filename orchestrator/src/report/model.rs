@@ -101,6 +101,10 @@ pub struct Report {
     /// booted (issue 35); absent when the hunt did not prune.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned: Option<PrunedReport>,
+    /// The culprit reverted on top of bad, and what that recovers of the regression (issue 34);
+    /// absent when the hunt made no revert.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert: Option<RevertReport>,
     /// The forecast made once the baselines were in, beside what the hunt then spent;
     /// absent when the hunt made none (reproductions, later steps, older journals).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,6 +121,28 @@ pub struct Report {
     /// the JSON has the file's path.
     #[serde(skip)]
     pub workload_parameters: Vec<String>,
+}
+
+/// The culprit reverted on top of bad ([`crate::hunt::Reverted`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct RevertReport {
+    /// The culprit reverted.
+    pub culprit: String,
+    /// The commit it was reverted onto (the bad endpoint).
+    pub onto: String,
+    /// The revert commit firstbad made, when the revert applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert: Option<String>,
+    /// Files in conflict, when it did not apply cleanly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// "all", "part", "nothing", "undecided", "not measured"; "in progress" before the end.
+    pub recovers: &'static str,
+    /// The share of the regression (good to bad) the revert recovers, with its 99% interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<Estimate>,
+    /// The figures, for a person.
+    pub summary: String,
 }
 
 /// The forecast and what the hunt spent after it.
@@ -471,6 +497,38 @@ fn commit_report(
     }
 }
 
+/// The revert on top of `bad` as the journal has it, finished or under way.
+fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport> {
+    use crate::build::revert::RevertMade;
+    let start = state.revert.as_ref()?;
+    let (revert, conflicts) = match &start.made {
+        RevertMade::Applied { revert } => (Some(revert.clone()), Vec::new()),
+        RevertMade::Conflicts { files } => (None, files.clone()),
+        RevertMade::Empty | RevertMade::Failed { .. } => (None, Vec::new()),
+    };
+    let done = state.reverted.as_ref();
+    Some(RevertReport {
+        culprit: start.commit.clone(),
+        onto: bad.to_owned(),
+        revert,
+        conflicts,
+        recovers: done.map_or("in progress", |r| r.recovers.as_str()),
+        recovered: done.and_then(|r| r.level).map(|l| Estimate {
+            value: 1.0 - l.level,
+            low: 1.0 - l.hi,
+            high: 1.0 - l.lo,
+        }),
+        summary: done.map_or_else(
+            || {
+                start
+                    .made
+                    .describe(crate::hunt::short(&start.commit), crate::hunt::short(bad))
+            },
+            |r| r.summary.clone(),
+        ),
+    })
+}
+
 impl Report {
     /// Derives the report from the journal's state and commit metadata.
     pub fn build(
@@ -483,6 +541,11 @@ impl Report {
         let bad = commit_report(ctx, state, commits, &id.bad, "bad-endpoint");
         let mut list = vec![good.clone(), bad.clone()];
         let mut seen: HashSet<&str> = [id.good.as_str(), id.bad.as_str()].into();
+        let revert = revert_report(state, &id.bad);
+        if let Some(r) = revert.as_ref().and_then(|r| r.revert.as_deref()) {
+            list.push(commit_report(ctx, state, commits, r, "revert-on-top"));
+            seen.insert(r);
+        }
         for (c, _, _) in &state.verdicts {
             if seen.insert(c) {
                 list.push(commit_report(ctx, state, commits, c, "tested"));
@@ -603,6 +666,7 @@ impl Report {
                     })
                     .collect(),
             }),
+            revert,
             forecast: state.forecast.clone().map(|forecast| ForecastReport {
                 forecast,
                 spent_boots: state.boots_since_forecast(),

@@ -191,6 +191,8 @@ fn stage(
         build_ahead: false,
         seed,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
+        // Simulated commits have no tree to revert.
+        revert: None,
         stop_at_baselines: false,
         pairs: None,
         budget: None,

@@ -109,18 +109,7 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     if same_kernel(d, state, commit, parent) {
         return not_a_change(d, state, judge, commit, parent);
     }
-    let since = |c: &str| {
-        let (done, running) = state.boots_since(c, start.started_before);
-        let values: Vec<f64> = done
-            .iter()
-            .filter_map(|r| match &r.outcome {
-                BootOutcome::Measured { value, .. } => Some(*value),
-                BootOutcome::Failed { .. } => None,
-            })
-            .collect();
-        (values, done.len(), running)
-    };
-    let counts: Vec<(Vec<f64>, usize, usize)> = sides.iter().map(|c| since(c)).collect();
+    let counts = round_values(state, &sides, start.started_before);
     let failed: usize = counts.iter().map(|(v, done, _)| done - v.len()).sum();
     let values: Vec<&[f64]> = counts.iter().map(|(v, _, _)| v.as_slice()).collect();
     let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
@@ -146,14 +135,54 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
             prefix,
         );
     }
-    // Another round while the re-test cannot decide, each side once; sides with enough
-    // values are left out of the rounds still to boot.
-    let target = pairs.max(rounds + 1);
+    round_boots(
+        d,
+        state,
+        &sides,
+        &counts,
+        pairs.max(rounds + 1),
+        d.plan.seed ^ 1,
+    )
+}
+
+/// The values of each of `sides` in the rounds of boots started from `from` on: the measured
+/// values, the boots done (failed ones too) and the boots running.
+pub(super) fn round_values(
+    state: &HuntState,
+    sides: &[&str],
+    from: usize,
+) -> Vec<(Vec<f64>, usize, usize)> {
+    sides
+        .iter()
+        .map(|c| {
+            let (done, running) = state.boots_since(c, from);
+            let values: Vec<f64> = done
+                .iter()
+                .filter_map(|r| match &r.outcome {
+                    BootOutcome::Measured { value, .. } => Some(*value),
+                    BootOutcome::Failed { .. } => None,
+                })
+                .collect();
+            (values, done.len(), running)
+        })
+        .collect()
+}
+
+/// Another round while the rounds cannot decide, each side once, in the seeded order of
+/// [`next_side`]; sides with `target` values (done or running) are left out of the rounds
+/// still to boot.
+pub(super) fn round_boots(
+    d: &Driver,
+    state: &HuntState,
+    sides: &[&str],
+    counts: &[(Vec<f64>, usize, usize)],
+    target: usize,
+    seed: u64,
+) -> Decision {
     let mut started: Vec<usize> = counts
         .iter()
         .map(|(v, _, running)| v.len() + running)
         .collect();
-    let seed = d.plan.seed ^ 1;
     d.boots_for(state, |_| {
         let open: Vec<usize> = started
             .iter()
@@ -222,72 +251,15 @@ impl Reading {
     /// [`Reading::of`] from the metric's direction, `min_effect` and the baselines' model.
     fn from(dir: Direction, min_effect: f64, model: Option<&Model>, values: &[&[f64]]) -> Reading {
         let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
+        let refs = values.get(2).zip(values.get(3)).map(|(g, b)| (*g, *b));
+        let a = admit(dir, model, &values[..2], refs);
         let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
-        // The references: good and bad of the same rounds, else the model's centres.
-        let refs = match (values.get(2), values.get(3), model) {
-            (Some(g), Some(b), Some(m)) if !g.is_empty() && !b.is_empty() => {
-                Some((median(&y(g)), median(&y(b)), m.sigma, None))
-            }
-            (_, _, Some(m)) => Some((m.good, m.bad, m.sigma, Some(m.n_baseline))),
-            _ => None,
-        };
-        // A boot is the host's when it lies more than 4σ beyond every reference, those of the
-        // same rounds and the baselines' centres alike. Against the rounds' alone, a good
-        // reference caught in a burst (6.97 ms against a centre of 3.38) put the parent's
-        // honest 4.35 ms below the window, and the re-test, left without a parent, called a
-        // right culprit NOT confirmed (tests/chain.rs, 2026-12-04).
-        let window = refs.map(|(g, b, sigma, _)| {
-            let (mut lo, mut hi) = (g.min(b), g.max(b));
-            if let Some(m) = model {
-                lo = lo.min(m.good.min(m.bad));
-                hi = hi.max(m.good.max(m.bad));
-            }
-            (lo - 4.0 * sigma, hi + 4.0 * sigma)
-        });
-        let admit = |v: &[f64]| -> Vec<f64> {
-            match window {
-                Some((lo, hi)) => v
-                    .iter()
-                    .copied()
-                    .filter(|&x| (lo..=hi).contains(&oriented(x, dir)))
-                    .collect(),
-                None => v.to_vec(),
-            }
-        };
-        let kept: Vec<Vec<f64>> = values.iter().map(|v| admit(v)).collect();
-        let left_out = values
-            .iter()
-            .zip(&kept)
-            .map(|(v, k)| v.len() - k.len())
-            .sum();
-        let (po, co) = (y(&kept[0]), y(&kept[1]));
+        let (po, co) = (y(&a.kept[0]), y(&a.kept[1]));
         let ordered = !po.is_empty() && !co.is_empty() && median(&co) > median(&po);
         let floor = model.map_or(0.0, |m| m.share_of(min_effect));
-        let levels = refs.and_then(|(g, b, sigma, n)| {
-            // The references again from their admitted boots.
-            // Each median with the model's σ unless its own boots refute it (Noise::of).
-            let (g, b) = match n {
-                Some(n) => (
-                    Median::model(g, n.max(1.0), sigma),
-                    Median::model(b, n.max(1.0), sigma),
-                ),
-                None => (
-                    Median::of(&y(&kept[2]), sigma)?,
-                    Median::of(&y(&kept[3]), sigma)?,
-                ),
-            };
-            let at = |v: &[f64]| level_between(Median::of(v, sigma)?, g, b);
-            Some((at(&po)?, at(&co)?))
-        });
-        // Too few rounds to trust their references: one of them sits more than 4σ from its
-        // baselines' centre (a burst, or a host that moved), and the median of fewer than
-        // three rounds cannot outvote it; or a side has no boot left. More rounds settle it.
-        let unsettled = match (refs, model) {
-            (Some((g, b, sigma, None)), Some(m)) => {
-                rounds < 3 && ((g - m.good).abs() > 4.0 * sigma || (b - m.bad).abs() > 4.0 * sigma)
-            }
-            _ => false,
-        } || (rounds > 0 && (po.is_empty() || co.is_empty()));
+        let levels = a.levels.map(|l| (l[0], l[1]));
+        // A side with no boot left has no level: more rounds settle it.
+        let unsettled = a.unsettled || (rounds > 0 && (po.is_empty() || co.is_empty()));
         let says = match levels {
             _ if unsettled => Says::Undecided,
             Some((p, c)) if c.lo - p.hi >= floor => Says::Step,
@@ -299,15 +271,117 @@ impl Reading {
         };
         Reading {
             rounds,
-            parent: kept[0].clone(),
-            culprit: kept[1].clone(),
-            left_out,
+            parent: a.kept[0].clone(),
+            culprit: a.kept[1].clone(),
+            left_out: a.left_out,
             ordered,
             levels,
             floor,
             effect: model.map(|m| (m.bad - m.good) / m.sigma),
             says,
         }
+    }
+}
+
+/// Boots of rounds read against references of the same rounds ([`admit`]).
+pub(super) struct Admitted {
+    /// Each side's admitted values (raw), in the order given.
+    pub kept: Vec<Vec<f64>>,
+    /// Boots left out as the host's, over the sides and the references.
+    pub left_out: usize,
+    /// Each side's level between good (0) and bad (1), when there is an effect to read them
+    /// against and every side has a value admitted.
+    pub levels: Option<Vec<Level>>,
+    /// Too few rounds to trust their references: one of them sits more than 4σ from its
+    /// baselines' centre (a burst, or a host that moved), and the median of fewer than three
+    /// rounds cannot outvote it. More rounds settle it.
+    pub unsettled: bool,
+}
+
+/// The rounds' `sides` read against `refs` (good's and bad's boots of the same rounds), else
+/// against the baselines' centres of `model`. A boot more than 4σ beyond every reference is
+/// the host (a busy neighbour), not the commit: it is left out of every figure, and the
+/// medians are what a burst in one round does not move.
+pub(super) fn admit(
+    dir: Direction,
+    model: Option<&Model>,
+    sides: &[&[f64]],
+    refs: Option<(&[f64], &[f64])>,
+) -> Admitted {
+    let rounds = sides
+        .iter()
+        .map(|v| v.len())
+        .chain(refs.iter().flat_map(|(g, b)| [g.len(), b.len()]))
+        .min()
+        .unwrap_or(0);
+    let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
+    // The references: good and bad of the same rounds, else the model's centres.
+    let centres = match (refs, model) {
+        (Some((g, b)), Some(m)) if !g.is_empty() && !b.is_empty() => {
+            Some((median(&y(g)), median(&y(b)), m.sigma, None))
+        }
+        (_, Some(m)) => Some((m.good, m.bad, m.sigma, Some(m.n_baseline))),
+        _ => None,
+    };
+    // A boot is the host's when it lies more than 4σ beyond every reference, those of the
+    // same rounds and the baselines' centres alike. Against the rounds' alone, a good
+    // reference caught in a burst (6.97 ms against a centre of 3.38) put the parent's honest
+    // 4.35 ms below the window, and the re-test, left without a parent, called a right
+    // culprit NOT confirmed (tests/chain.rs, 2026-12-04).
+    let window = centres.map(|(g, b, sigma, _)| {
+        let (mut lo, mut hi) = (g.min(b), g.max(b));
+        if let Some(m) = model {
+            lo = lo.min(m.good.min(m.bad));
+            hi = hi.max(m.good.max(m.bad));
+        }
+        (lo - 4.0 * sigma, hi + 4.0 * sigma)
+    });
+    let admit = |v: &[f64]| -> Vec<f64> {
+        match window {
+            Some((lo, hi)) => v
+                .iter()
+                .copied()
+                .filter(|&x| (lo..=hi).contains(&oriented(x, dir)))
+                .collect(),
+            None => v.to_vec(),
+        }
+    };
+    let all: Vec<&[f64]> = sides
+        .iter()
+        .copied()
+        .chain(refs.into_iter().flat_map(|(g, b)| [g, b]))
+        .collect();
+    let kept: Vec<Vec<f64>> = all.iter().map(|v| admit(v)).collect();
+    let left_out = all.iter().zip(&kept).map(|(v, k)| v.len() - k.len()).sum();
+    let levels = centres.and_then(|(g, b, sigma, n)| {
+        // The references again from their admitted boots; each median with the model's σ
+        // unless its own boots refute it (Noise::of).
+        let (g, b) = match n {
+            Some(n) => (
+                Median::model(g, n.max(1.0), sigma),
+                Median::model(b, n.max(1.0), sigma),
+            ),
+            None => (
+                Median::of(&y(&kept[sides.len()]), sigma)?,
+                Median::of(&y(&kept[sides.len() + 1]), sigma)?,
+            ),
+        };
+        kept[..sides.len()]
+            .iter()
+            .map(|v| level_between(Median::of(&y(v), sigma)?, g, b))
+            .collect()
+    });
+    let unsettled = match (centres, model) {
+        (Some((g, b, sigma, None)), Some(m)) => {
+            rounds < 3 && ((g - m.good).abs() > 4.0 * sigma || (b - m.bad).abs() > 4.0 * sigma)
+        }
+        _ => false,
+    };
+    Admitted {
+        kept: kept[..sides.len()].to_vec(),
+        left_out,
+        levels,
+        unsettled,
     }
 }
 

@@ -9,3 +9,4 @@ pub mod exact;
 pub mod forecast;
 pub mod hosts;
 pub mod refine;
+pub mod revert;

@@ -1,0 +1,234 @@
+//! The revert on top (issue 34): once the re-test confirms a culprit, it is reverted on top of
+//! the bad endpoint ([`crate::build::revert`]), that kernel built and booted in interleaved
+//! rounds beside good and bad until the rounds say how much of the regression reverting the
+//! culprit recovers: its level between good and bad read as the re-test reads the parent's
+//! ([`confirm::admit`]), with a 99% interval. What a maintainer asks first, and what KernelCI's
+//! legacy bisection checked (the revert passing three times) before it mailed a culprit.
+//!
+//! Kernel hunts over git in baselines mode only: the plan's reverter makes the commit (none in
+//! the simulator, a command hunt or a prebuilt one), and a level needs good and bad measured.
+//! The verdict and the exit code stay the re-test's: the revert is evidence beside them.
+
+use super::super::driver::{Decision, Driver};
+use super::super::judge::Judge;
+use super::super::{short, HuntState};
+use super::confirm::{admit, round_boots, round_values};
+use crate::build::revert::RevertMade;
+use crate::config::Direction;
+use crate::journal::{BuildOutcome, Event, Recovers};
+use crate::posterior::{rounds_to_separate, Level, LEVEL_PERCENT};
+use crate::sequential::Model;
+
+/// The revert's next step once the culprit is confirmed; `None` when there is none to take
+/// (not asked for, not confirmed, or done), and the hunt ends.
+pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
+    let c = state.confirmation.as_ref()?;
+    let s = &d.plan.settings;
+    if state.reverted.is_some() || !s.classify.revert || !c.confirmed || !s.baselines_mode() {
+        return None;
+    }
+    let Some(start) = &state.revert else {
+        let reverter = d.plan.revert.as_ref()?;
+        judge.model()?;
+        return Some(Decision::Record(Event::RevertStarted {
+            commit: c.commit.clone(),
+            onto: d.plan.bad.clone(),
+            made: reverter(&c.commit, &d.plan.bad),
+        }));
+    };
+    let (commit, bad) = (start.commit.as_str(), d.plan.bad.as_str());
+    let not_measured = |revert: Option<&str>, summary: String| {
+        Some(Decision::Record(Event::Reverted {
+            commit: commit.to_owned(),
+            revert: revert.map(str::to_owned),
+            level: None,
+            recovers: Recovers::NotMeasured,
+            summary,
+        }))
+    };
+    let revert = match &start.made {
+        RevertMade::Applied { revert } => revert.as_str(),
+        other => return not_measured(None, other.describe(short(commit), short(bad))),
+    };
+    match state.builds.get(revert) {
+        None => return Some(d.build(state, revert)),
+        Some(BuildOutcome::Failed { error_lines, log }) => {
+            return not_measured(
+                Some(revert),
+                format!(
+                    "the revert of {} on top of {} ({}) does not build ({}); log: {}",
+                    short(commit),
+                    short(bad),
+                    short(revert),
+                    error_lines
+                        .first()
+                        .map(String::as_str)
+                        .unwrap_or("see the log"),
+                    log.display()
+                ),
+            )
+        }
+        Some(BuildOutcome::Built { .. }) => {}
+    }
+    let model = judge.model()?;
+    let sides = [revert, d.plan.good.as_str(), bad];
+    let counts = round_values(state, &sides, start.started_before);
+    let failed: usize = counts.iter().map(|(v, done, _)| done - v.len()).sum();
+    let values: Vec<&[f64]> = counts.iter().map(|(v, _, _)| v.as_slice()).collect();
+    let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
+    let reading = Reading::from(s.direction, s.classify.min_effect, model, &values);
+    let pairs = s.classify.confirm_pairs.max(1) as usize;
+    let max_pairs = (s.classify.confirm_max_pairs as usize).max(pairs);
+    let can_decide = rounds_to_separate(reading.effect, reading.floor) <= max_pairs as f64;
+    let stopped = failed > s.classify.max_failed_boots as usize;
+    if stopped
+        || (rounds >= pairs
+            && (reading.recovers != Recovers::Undecided || rounds >= max_pairs || !can_decide))
+    {
+        let mut summary = format!(
+            "revert of {} on top of {} ({}), {} interleaved round(s) beside good and bad: {}",
+            short(commit),
+            short(bad),
+            short(revert),
+            rounds,
+            reading.words()
+        );
+        if stopped {
+            summary = format!("stopped after {failed} failed boots; {summary}");
+        }
+        return Some(Decision::Record(Event::Reverted {
+            commit: commit.to_owned(),
+            revert: Some(revert.to_owned()),
+            level: reading.level,
+            recovers: if reading.level.is_some() {
+                reading.recovers
+            } else {
+                Recovers::NotMeasured
+            },
+            summary,
+        }));
+    }
+    Some(round_boots(
+        d,
+        state,
+        &sides,
+        &counts,
+        pairs.max(rounds + 1),
+        d.plan.seed ^ 2,
+    ))
+}
+
+/// What the revert's rounds say: its level between good (0) and bad (1), read against good
+/// and bad of the same rounds.
+#[derive(Debug, Clone, PartialEq)]
+struct Reading {
+    level: Option<Level>,
+    left_out: usize,
+    /// The smallest part of the regression that counts (`min_effect` as a share of it).
+    floor: f64,
+    /// The regression's size in boot noise (Δ/σ).
+    effect: f64,
+    recovers: Recovers,
+}
+
+impl Reading {
+    /// The reading of the rounds' `values`: the revert's, good's and bad's.
+    fn from(dir: Direction, min_effect: f64, model: &Model, values: &[&[f64]]) -> Reading {
+        let a = admit(dir, Some(model), &values[..1], Some((values[1], values[2])));
+        let level = a.levels.map(|l| l[0]);
+        let floor = model.share_of(min_effect);
+        Reading {
+            level,
+            left_out: a.left_out,
+            floor,
+            effect: (model.bad - model.good) / model.sigma,
+            recovers: match level {
+                _ if a.unsettled => Recovers::Undecided,
+                Some(l) => recovers(l, floor),
+                None => Recovers::Undecided,
+            },
+        }
+    }
+
+    /// The figures and what they say, for a person.
+    fn words(&self) -> String {
+        let Some(l) = self.level else {
+            return "no boot of a side was admitted: nothing measured".to_owned();
+        };
+        let pc = |x: f64| format!("{:.0}%", 100.0 * x);
+        let mut s = format!(
+            "it recovers {} of the regression ({LEVEL_PERCENT}% interval {} to {})",
+            pc(1.0 - l.level),
+            pc(1.0 - l.hi),
+            pc(1.0 - l.lo)
+        );
+        s += match self.recovers {
+            Recovers::All => ": all of it, the revert measures as good",
+            Recovers::Part => ": part of it, the revert measures between good and bad",
+            Recovers::Nothing => ": none of it, the revert measures as bad",
+            _ => ": the rounds cannot tell how much",
+        };
+        if self.left_out > 0 {
+            s += &format!(
+                " ({} boot(s) left out: more than 4σ beyond every reference, the host's)",
+                self.left_out
+            );
+        }
+        s
+    }
+}
+
+/// What a revert at level `l` recovers, with `floor` the smallest share that counts: all of it
+/// when its interval reaches good (within the floor) and stays below half-way, none when it
+/// reaches bad and stays above half-way, part when it is clear of both ends by the floor; else
+/// the interval is too wide to say.
+fn recovers(l: Level, floor: f64) -> Recovers {
+    if l.lo > floor && l.hi < 1.0 - floor {
+        Recovers::Part
+    } else if l.lo <= floor && l.hi < 0.5 {
+        Recovers::All
+    } else if l.hi >= 1.0 - floor && l.lo > 0.5 {
+        Recovers::Nothing
+    } else {
+        Recovers::Undecided
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(lo: f64, hi: f64) -> Level {
+        Level {
+            level: (lo + hi) / 2.0,
+            lo,
+            hi,
+        }
+    }
+
+    #[test]
+    fn a_revert_recovers_all_part_or_none_by_its_interval() {
+        let f = 0.05;
+        assert_eq!(recovers(level(-0.1, 0.1), f), Recovers::All);
+        assert_eq!(recovers(level(0.2, 0.6), f), Recovers::Part);
+        assert_eq!(recovers(level(0.9, 1.1), f), Recovers::Nothing);
+        assert_eq!(recovers(level(-0.2, 0.7), f), Recovers::Undecided);
+        assert_eq!(recovers(level(0.3, 1.2), f), Recovers::Undecided);
+    }
+
+    /// The demo's shape (Δ/σ about 13): a revert that undoes the regression reads as good in
+    /// three rounds; one that undoes nothing reads as bad.
+    #[test]
+    fn three_rounds_of_a_large_regression_say_all_or_nothing() {
+        let dir = Direction::LowerIsBetter;
+        let good = [3.5, 3.1, 3.7, 3.2, 3.4];
+        let bad = [63.1, 63.2, 62.9, 63.8, 63.3];
+        let m = Model::from_baselines(&good, &bad, dir);
+        let (g, b): (&[f64], &[f64]) = (&[3.3, 3.6, 3.4], &[63.0, 63.4, 62.8]);
+        let undone = Reading::from(dir, 0.05, &m, &[&[3.4, 3.2, 3.7], g, b]);
+        assert_eq!(undone.recovers, Recovers::All, "{undone:?}");
+        assert!(undone.words().contains("all of it"), "{}", undone.words());
+        let kept = Reading::from(dir, 0.05, &m, &[&[63.2, 63.1, 63.6], g, b]);
+        assert_eq!(kept.recovers, Recovers::Nothing, "{kept:?}");
+    }
+}
