@@ -7,11 +7,12 @@
 
 mod common;
 use common::chromium;
+use firstbad::build::revert::RevertMade;
 use firstbad::config::HuntConfig;
 use firstbad::history::History;
 use firstbad::hunt::HuntState;
 use firstbad::journal::{
-    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, Verdict,
+    BootOutcome, BuildOutcome, Event, HuntEnd, HuntIdentity, Journal, Recovers, Verdict,
 };
 use firstbad::report::{self, Commits, GitCommits, Report};
 use firstbad::search::{Bisection, Next};
@@ -341,6 +342,35 @@ fn fixture() -> Fixture {
         }),
     })
     .unwrap();
+    // The culprit reverted on top of bad by the real code on the real repository (it applies:
+    // the commits after it touch other files), booted twice at good's level.
+    let made = firstbad::build::revert::revert_on_top(&cfg.repo, &ids[CULPRIT], &bad);
+    let RevertMade::Applied { revert } = made.clone() else {
+        panic!("the fixture's revert applies: {made:?}")
+    };
+    j.append(&Event::RevertStarted {
+        commit: ids[CULPRIT].clone(),
+        onto: bad.clone(),
+        made,
+    })
+    .unwrap();
+    built(&j, &revert);
+    boot(&j, &revert, 1, false);
+    boot(&j, &revert, 2, false);
+    j.append(&Event::Reverted {
+        commit: ids[CULPRIT].clone(),
+        revert: Some(revert.clone()),
+        level: Some(firstbad::posterior::Level {
+            level: 0.01,
+            lo: -0.06,
+            hi: 0.08,
+        }),
+        recovers: Recovers::All,
+        summary: "revert of the culprit on top of bad, 2 interleaved round(s) beside good and \
+                  bad: it recovers 99% of the regression (99% interval 92% to 106%): all of it"
+            .into(),
+    })
+    .unwrap();
     j.append(&Event::Finished { end }).unwrap();
     Fixture {
         _dir: dir,
@@ -480,6 +510,31 @@ fn email_opens_as_the_kernel_test_robot_does_with_every_metric_parent_against_cu
     // The JSON carries the same table.
     let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
     assert_eq!(v["metric_table"]["rows"][0]["name"], "fsync_latency_p50_ms");
+    // Issue 34, item 1: the revert on top, its words and its column, the culprit against it:
+    // ~55 ms back to ~5 ms.
+    let revert = r.revert.as_ref().expect("the revert on top");
+    assert!(
+        e.contains(&format!("Reverted on top of bad: {}.", revert.summary)),
+        "{e}"
+    );
+    let rid = revert.revert.as_deref().expect("the revert commit");
+    assert_eq!(t.revert.as_ref().map(|c| c.id.as_str()), Some(rid));
+    assert!(
+        p50.revert_change_pct.is_some_and(|pct| pct < -80.0),
+        "{p50:?}"
+    );
+    assert!(
+        e.contains("then the culprit against its revert on top of bad"),
+        "{e}"
+    );
+    assert!(
+        row.contains(&format!("{:+.1}%", p50.revert_change_pct.unwrap())),
+        "{row}"
+    );
+    assert!(
+        e.contains("(2 boots of the parent, 2 of the culprit, 2 of the revert)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -498,6 +553,25 @@ fn json_follows_the_documented_schema() {
         "{share}"
     );
     assert_eq!(v["confidence"]["rest"]["before"], false);
+    // The revert on top (issue 34): what it recovers, with its interval, and its commit among
+    // the commits, by role.
+    let revert = &v["revert"];
+    assert_eq!(revert["recovers"], "all", "{revert}");
+    assert!(
+        close(&revert["recovered"]["value"], 0.99)
+            && close(&revert["recovered"]["low"], 0.92)
+            && close(&revert["recovered"]["high"], 1.06),
+        "{revert}"
+    );
+    assert_eq!(revert["culprit"], v["first_bad"]["id"]);
+    let roles: Vec<&str> = v["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"] == revert["revert"])
+        .map(|c| c["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["revert-on-top"], "{revert}");
     assert_eq!(v["confidence"]["rest"]["after"], false);
     for key in v["confidence"].as_object().unwrap().keys() {
         let doc = std::fs::read_to_string(
@@ -601,6 +675,10 @@ fn markdown_says_whether_the_culprit_was_confirmed_and_how_probable_it_is() {
         "{md}"
     );
     assert!(!md.to_lowercase().contains("not confirmed"), "{md}");
+    assert!(
+        md.contains("- revert on top of bad: revert of the culprit on top of bad"),
+        "{md}"
+    );
     // The same hunt whose final re-test did not bear the culprit out.
     let c = state.confirmation.as_mut().expect("the fixture confirms");
     c.confirmed = false;

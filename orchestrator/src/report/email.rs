@@ -352,24 +352,55 @@ fn mean(x: f64) -> String {
 fn metric_table(out: &mut String, t: &super::metrics::MetricTable) {
     let _ = writeln!(
         out,
-        "Every metric of the workload, the culprit's parent against the culprit\n\
+        "Every metric of the workload, the culprit's parent against the culprit{}\n\
          (the mean of each commit's boots ± their standard deviation; [*]: moved\n\
          beyond its noise, no boot of one within the other's range and a change of\n\
-         at least min_effect):\n"
+         at least min_effect):\n",
+        if t.revert.is_some() {
+            ",\nthen the culprit against its revert on top of bad"
+        } else {
+            ""
+        }
+    );
+    let revert = t.revert.as_ref();
+    let _ = writeln!(
+        out,
+        "{:>16} {:<27}{}",
+        crate::hunt::short(&t.parent.id),
+        crate::hunt::short(&t.culprit.id),
+        revert.map_or_else(String::new, |r| format!(" {}", crate::hunt::short(&r.id)))
+    );
+    let wide = if revert.is_some() { 2 } else { 1 };
+    let _ = writeln!(
+        out,
+        "----------------{}",
+        " ---------------------------".repeat(wide)
     );
     let _ = writeln!(
         out,
-        "{:>16} {:>16}",
-        crate::hunt::short(&t.parent.id),
-        crate::hunt::short(&t.culprit.id)
+        "         %stddev{}",
+        "     %change         %stddev".repeat(wide)
     );
-    let _ = writeln!(out, "---------------- ---------------------------");
-    let _ = writeln!(out, "         %stddev     %change         %stddev");
-    let _ = writeln!(out, "             \\          |                \\");
+    let _ = writeln!(
+        out,
+        "             \\{}",
+        "          |                \\".repeat(wide)
+    );
     for row in &t.rows {
+        let reverted = match (row.revert, row.revert_change_pct) {
+            (Some(r), Some(pct)) => {
+                format!(
+                    " {pct:>+10.1}% {:>10} ±{:>3.0}%",
+                    mean(r.mean),
+                    r.stddev_pct
+                )
+            }
+            _ if revert.is_some() => format!(" {:>27}", "-"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{:>10} ±{:>3.0}% {:>+10.1}% {:>10} ±{:>3.0}%  {}{}",
+            "{:>10} ±{:>3.0}% {:>+10.1}% {:>10} ±{:>3.0}%{reverted}  {}{}",
             mean(row.parent.mean),
             row.parent.stddev_pct,
             row.change_pct,
@@ -379,11 +410,12 @@ fn metric_table(out: &mut String, t: &super::metrics::MetricTable) {
             row.name
         );
     }
-    let (p, c) = t
-        .rows
-        .first()
-        .map_or((0, 0), |r| (r.parent.boots, r.culprit.boots));
-    let _ = writeln!(out, "\n({p} boots of the parent, {c} of the culprit)\n");
+    let first = t.rows.first();
+    let (p, c) = first.map_or((0, 0), |r| (r.parent.boots, r.culprit.boots));
+    let r = first
+        .and_then(|r| r.revert)
+        .map_or_else(String::new, |r| format!(", {} of the revert", r.boots));
+    let _ = writeln!(out, "\n({p} boots of the parent, {c} of the culprit{r})\n");
 }
 
 /// How a reproduction was made, in place of a bisection's: the kernels as they booted, the

@@ -34,6 +34,12 @@ pub struct MetricRow {
     /// change at least `min_effect`. With 3 boots a side no overlap happens by chance one
     /// time in ten; it flags what to read, the hunt's metric carries the statistics.
     pub moved: bool,
+    /// The culprit reverted on top of bad, when it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert: Option<MetricSide>,
+    /// Change of the revert's mean, in percent of the culprit's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert_change_pct: Option<f64>,
 }
 
 /// Every metric both commits' boots produced, the hunt's own first.
@@ -43,6 +49,9 @@ pub struct MetricTable {
     pub parent: CommitRef,
     /// The culprit.
     pub culprit: CommitRef,
+    /// The culprit reverted on top of bad, when it was measured (issue 34).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert: Option<CommitRef>,
     /// One row a metric.
     pub rows: Vec<MetricRow>,
 }
@@ -79,25 +88,34 @@ fn side(v: &[f64]) -> MetricSide {
     }
 }
 
-/// The table for `culprit` against `parent`: None when either has no measured boot.
+/// Change from `from` to `to`, in percent of `from` (0 from 0).
+fn change(from: &MetricSide, to: &MetricSide) -> f64 {
+    if from.mean != 0.0 {
+        100.0 * (to.mean - from.mean) / from.mean.abs()
+    } else {
+        0.0
+    }
+}
+
+/// The table for `culprit` against `parent`, with the culprit's `revert` on top of bad when
+/// it has measured boots: None when the parent or the culprit has none.
 pub fn table(
     state: &HuntState,
-    parent: CommitRef,
-    culprit: CommitRef,
+    [parent, culprit]: [CommitRef; 2],
+    revert: Option<CommitRef>,
     metric: &str,
     min_effect: f64,
 ) -> Option<MetricTable> {
     let (before, after) = (values(state, &parent.id), values(state, &culprit.id));
+    let reverted = revert.as_ref().map(|r| values(state, &r.id));
+    let revert = revert.filter(|_| reverted.as_ref().is_some_and(|v| !v.is_empty()));
     let mut rows: Vec<MetricRow> = before
         .iter()
         .filter_map(|(name, b)| {
             let a = after.get(name)?;
             let (p, c) = (side(b), side(a));
-            let change_pct = if p.mean != 0.0 {
-                100.0 * (c.mean - p.mean) / p.mean.abs()
-            } else {
-                0.0
-            };
+            let change_pct = change(&p, &c);
+            let r = reverted.as_ref().and_then(|v| v.get(name)).map(|v| side(v));
             let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
             let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
             let apart = min(a) > max(b) || max(a) < min(b);
@@ -107,6 +125,8 @@ pub fn table(
                 culprit: c,
                 change_pct,
                 moved: apart && change_pct.abs() >= 100.0 * min_effect,
+                revert: r,
+                revert_change_pct: r.map(|r| change(&c, &r)),
             })
         })
         .collect();
@@ -118,6 +138,7 @@ pub fn table(
     Some(MetricTable {
         parent,
         culprit,
+        revert,
         rows,
     })
 }

@@ -619,8 +619,15 @@ impl Report {
         let metric_table = first_bad.as_ref().and_then(|c| {
             super::metrics::table(
                 state,
-                commit_ref(commits, state.retested_parent(&c.id)?),
-                commit_ref(commits, &c.id),
+                [
+                    commit_ref(commits, state.retested_parent(&c.id)?),
+                    commit_ref(commits, &c.id),
+                ],
+                revert
+                    .as_ref()
+                    .filter(|r| r.culprit == c.id)
+                    .and_then(|r| r.revert.as_deref())
+                    .map(|r| commit_ref(commits, r)),
                 ctx.metric,
                 ctx.classify.min_effect,
             )
