@@ -709,6 +709,10 @@ fn status_of_a_finished_hunt_and_of_one_in_flight() {
         )),
         "{s}"
     );
+    assert!(
+        s.contains("revert on top of bad: revert of the culprit on top of bad"),
+        "{s}"
+    );
     // Cut the journal in the middle of a candidate's boot: that is what a running hunt shows.
     let cut = entries
         .iter()

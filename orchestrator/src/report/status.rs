@@ -297,6 +297,19 @@ fn render_text(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) ->
             state.boots_since_forecast()
         );
     }
+    match (&state.reverted, &state.revert) {
+        (Some(r), _) => {
+            let _ = writeln!(o, "revert on top of bad: {}", one_line(&r.summary));
+        }
+        (None, Some(start)) => {
+            let _ = writeln!(
+                o,
+                "revert on top of bad: under way, {}",
+                one_line(&start.made.describe(short(&start.commit), short(&id.bad)))
+            );
+        }
+        (None, None) => {}
+    }
     let candidate = last_start.as_ref().map(|(c, _, _)| c.clone()).filter(|c| {
         c != &id.good && c != &id.bad && !state.verdicts.iter().any(|(v, _, _)| v == c)
     });
