@@ -356,12 +356,12 @@ fn bisects_the_demo_kernel_to_the_fsync_regression_across_a_kill_9() {
         rel.ends_with(&format!("-fb{}", &revert[..12])),
         "booted {rel}"
     );
-    assert!(stdout.contains("reverted on top: revert of"), "{stdout}");
     eprintln!(
         "revert on top: {} boots of the revert, {}",
         revert_boots.len(),
         reverted["summary"]
     );
+    assert!(stdout.contains("reverted on top: revert of"), "{stdout}");
 
     // The report names the culprit and the revert's result; the log replays in git and git
     // agrees.

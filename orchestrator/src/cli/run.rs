@@ -174,6 +174,9 @@ fn print_found(what: &str, commit: &str, outcome: &hunt::Outcome, commits: &Repo
             c.summary
         );
     }
+    if let Some(r) = &outcome.reverted {
+        println!("reverted on top: {}", r.summary);
+    }
 }
 
 /// The further steps of a regression of several (issue 31 item 1): each part hunted, what it

@@ -361,6 +361,7 @@ pub(super) async fn engine(
     state_dir::confirm_saved(&journal, &end)?;
     Ok(Outcome {
         retired: state.retired.clone(),
+        reverted: state.reverted.clone(),
         ..Outcome::of(end, state.confirmation.clone())
     })
 }

@@ -223,6 +223,8 @@ pub struct Outcome {
     pub confirmation: Option<Confirmation>,
     /// The process exit code for it: with further steps, 0 only when every step is confirmed.
     pub exit_code: u8,
+    /// What reverting the culprit on top of bad recovers, when the hunt measured it.
+    pub reverted: Option<Reverted>,
     /// The further steps of a regression of several, in the order they were hunted
     /// ([`steps`]); empty for one.
     pub steps: Vec<FurtherStep>,
@@ -240,6 +242,7 @@ impl Outcome {
             exit_code: end_code(&end, confirmation.as_ref()),
             end,
             confirmation,
+            reverted: None,
             steps: Vec::new(),
             unexplained: Vec::new(),
             retired: Vec::new(),

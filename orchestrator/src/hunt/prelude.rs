@@ -375,6 +375,7 @@ pub fn open_hunt(
         tracing::info!("this hunt has already ended; `firstbad report` shows it");
         return Ok(Opened::Ended(super::Outcome {
             retired: state.retired.clone(),
+            reverted: state.reverted.clone(),
             ..super::Outcome::of(end.clone(), state.confirmation.clone())
         }));
     }
