@@ -882,6 +882,61 @@ fn a_kernel_panic_at_boot_is_a_failed_boot_with_the_console_kept() {
     assert!(console.contains("Kernel panic - not syncing"), "{console}");
 }
 
+/// Issue 33: the qemu host's disk model reaches the guest. A 2009 SATA disk's queue of 32 is
+/// the guest's (its block queue takes at most twice that with a scheduler, where qemu's
+/// default ring gives 256), and a throughput cap holds O_DIRECT writes, past the guest's page
+/// cache and the host's (cache = none), under it.
+#[test]
+fn a_disk_preset_reaches_the_guest_its_queue_and_its_throughput_cap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(dir.path(), "demo-good", "demo-bad");
+    // 24 MiB written with O_DIRECT by the agent's own writer: about 6 s under a 4 MB/s cap.
+    let workload = dir.path().join("direct-write.toml");
+    std::fs::write(
+        &workload,
+        "kind = \"sequential\"\nop = \"write\"\nblock_bytes = 1048576\nbytes = 25165824\n\
+         direct = true\n",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&hunt)
+        .unwrap()
+        .replace(
+            "boot_timeout_s = 240\n",
+            "boot_timeout_s = 240\ndisk = \"sata-2009\"\ndisk_mb_s = 4\n",
+        )
+        .replace(
+            &format!("{}/workloads/fsync-latency.toml", root().display()),
+            &workload.display().to_string(),
+        )
+        .replace("fsync_latency_p50_ms", "mb_s");
+    std::fs::write(&hunt, text).unwrap();
+    let out = firstbad()
+        .arg("try")
+        .arg(&hunt)
+        .arg("demo-good")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let boot = boot_json(&stdout);
+    assert_eq!(boot["status"], "measured", "{boot}");
+    let mb_s = boot["value"].as_f64().unwrap();
+    eprintln!("O_DIRECT writes under a 4 MB/s cap: {mb_s:.2} MB/s");
+    assert!(mb_s > 0.5 && mb_s < 4.4, "{mb_s} MB/s: {boot}");
+    let devices = boot["result"]["system"]["devices"].as_array().unwrap();
+    let vda = devices
+        .iter()
+        .find(|d| d["name"] == "vda")
+        .unwrap_or_else(|| panic!("no vda in {devices:?}"));
+    eprintln!("the guest's scratch disk: {vda}");
+    let nr = vda["nr_requests"].as_u64().unwrap();
+    assert!(nr <= 64, "the guest's queue: {vda}");
+}
+
 /// A host that does not bring the agent up in time is a failed boot, in bounded time.
 #[test]
 fn a_boot_timeout_is_a_failed_boot_in_bounded_time() {
@@ -922,6 +977,7 @@ fn a_wrong_kernel_is_a_failed_boot() {
         boot_timeout_s: 240,
         scratch_mb: 128,
         extra_cmdline: String::new(),
+        disk: firstbad::config::disk::DiskModel::page_cache(),
     };
     let mut host = firstbad::hosts::qemu::QemuHost::new("t", &cfg, agent(), dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();

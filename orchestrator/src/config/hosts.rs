@@ -46,6 +46,7 @@ pub(super) fn hosts(v: &Validator, raw: Vec<RawHost>) -> Result<Vec<HostConfig>,
                     )?,
                     scratch_mb: v.int(&bounds::QEMU_SCRATCH_MB, Some(i), h.scratch_mb)?,
                     extra_cmdline: h.extra_cmdline.clone().unwrap_or_default(),
+                    disk: super::disk::disk(v, i, &h)?,
                 })
             }
             "ssh" => HostKind::Ssh(Box::new(ssh(v, i, &h)?)),

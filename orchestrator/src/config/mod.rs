@@ -13,6 +13,7 @@
 pub mod bounds;
 mod build_table;
 mod classify_table;
+pub mod disk;
 mod expand;
 mod hosts;
 mod raw;
@@ -450,6 +451,8 @@ pub struct QemuConfig {
     pub scratch_mb: u32,
     /// Appended to the kernel command line.
     pub extra_cmdline: String,
+    /// How the scratch disk behaves ([`disk::DiskModel`]).
+    pub disk: disk::DiskModel,
 }
 
 /// qemu accelerator.

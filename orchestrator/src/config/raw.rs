@@ -132,6 +132,12 @@ pub(super) struct RawHost {
     pub(super) boot_timeout_s: Option<i64>,
     pub(super) scratch_mb: Option<i64>,
     pub(super) extra_cmdline: Option<String>,
+    pub(super) disk: Option<String>,
+    pub(super) disk_cache: Option<String>,
+    pub(super) disk_mb_s: Option<i64>,
+    pub(super) disk_iops: Option<i64>,
+    pub(super) disk_queues: Option<i64>,
+    pub(super) disk_queue_size: Option<i64>,
     // kind = "ssh"
     pub(super) address: Option<String>,
     pub(super) identity_file: Option<String>,
@@ -216,6 +222,12 @@ impl RawHost {
             ("accel", self.accel.is_some()),
             ("scratch_mb", self.scratch_mb.is_some()),
             ("extra_cmdline", self.extra_cmdline.is_some()),
+            ("disk", self.disk.is_some()),
+            ("disk_cache", self.disk_cache.is_some()),
+            ("disk_mb_s", self.disk_mb_s.is_some()),
+            ("disk_iops", self.disk_iops.is_some()),
+            ("disk_queues", self.disk_queues.is_some()),
+            ("disk_queue_size", self.disk_queue_size.is_some()),
         ];
         set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
     }

@@ -258,6 +258,64 @@ fn an_ssh_host_validates_and_its_errors_name_the_field() {
     assert!(e.contains("hosts[1].name"), "{e}");
 }
 
+/// Issue 33: a qemu host's scratch disk from a preset with fields over it; today's disk when
+/// none is named; errors name the field and the fix.
+#[test]
+fn a_qemu_disk_preset_with_fields_over_it_and_its_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = |extra: &str| {
+        let p = fixture(dir.path(), extra);
+        HuntConfig::load(&p).map(|c| match &c.hosts[0].kind {
+            HostKind::Qemu(q) => q.disk.clone(),
+            _ => panic!("not qemu"),
+        })
+    };
+    assert!(disk("").unwrap().is_page_cache());
+    let d =
+        disk("disk = \"sata-2009\"\ndisk_queue_size = 64\ndisk_cache = \"writeback\"\n").unwrap();
+    assert_eq!(
+        d.describe(),
+        "sata-2009: cache=writeback, 90 MB/s, 120 IOPS, 1 queue(s) of 64"
+    );
+    for (extra, field, words) in [
+        (
+            "disk = \"sata\"\n",
+            "hosts[0].disk",
+            "\"sata-2009\", \"nvme-2019\"",
+        ),
+        (
+            "disk_cache = \"directsync\"\n",
+            "hosts[0].disk_cache",
+            "\"none\"",
+        ),
+        (
+            "disk_queue_size = 48\n",
+            "hosts[0].disk_queue_size",
+            "power of two",
+        ),
+        (
+            "disk_queue_size = 4096\n",
+            "hosts[0].disk_queue_size",
+            "0..=1024",
+        ),
+        ("disk_mb_s = -1\n", "hosts[0].disk_mb_s", "out of range"),
+    ] {
+        let e = disk(extra).unwrap_err().to_string();
+        assert!(
+            e.contains("hunt.toml") && e.contains(field) && e.contains(words),
+            "{e}"
+        );
+    }
+    let p = fixture(dir.path(), "");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "kind = \"qemu\"\n",
+        "kind = \"ssh\"\naddress = \"r@h\"\ndisk = \"sata-2009\"\n",
+    );
+    std::fs::write(&p, text).unwrap();
+    let e = HuntConfig::load(&p).unwrap_err().to_string();
+    assert!(e.contains("hosts[0].disk") && e.contains("not read"), "{e}");
+}
+
 #[test]
 fn a_lava_host_validates_and_its_token_never_comes_from_the_hunt_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -376,6 +376,7 @@ mod tests {
             boot_timeout_s: 10,
             scratch_mb: 64,
             extra_cmdline: String::new(),
+            disk: crate::config::disk::DiskModel::page_cache(),
         };
         let host = |name: &str| {
             Host::new(

@@ -195,11 +195,7 @@ impl QemuHost {
                 "console=ttyS0 panic=-1 oops=panic {}",
                 self.cfg.extra_cmdline
             ))
-            .arg("-drive")
-            .arg(format!(
-                "file={},format=raw,if=virtio,cache=writeback",
-                scratch.display()
-            ))
+            .args(crate::config::disk::qemu_args(&self.cfg.disk, &scratch))
             .arg("-nic")
             .arg(format!(
                 "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_AGENT_PORT}"

@@ -45,6 +45,15 @@ fn measured_meaning(
         "workload.file".into(),
         format!("contents {}", content_hash(workload.as_bytes())),
     );
+    // A changed disk is a changed measurement (issue 33). Today's page-cache disk adds no
+    // field, so journals written before the disk model keep their meaning.
+    for h in &cfg.hosts {
+        if let crate::config::HostKind::Qemu(q) = &h.kind {
+            if !q.disk.is_page_cache() {
+                m.insert(format!("hosts.{}.disk", h.name), q.disk.describe());
+            }
+        }
+    }
     match &cfg.build {
         Build::Source(b) => {
             let kconfig = std::fs::read(&b.kernel_config)
@@ -129,4 +138,39 @@ pub fn tuning(c: &crate::config::ClassifyConfig) -> BTreeMap<String, String> {
         ("classify.max_culprits".into(), c.max_culprits.to_string()),
         ("classify.revert".into(), c.revert.to_string()),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 33: a disk preset is part of what a measurement means; today's disk adds
+    /// nothing, so journals written before the disk model resume.
+    #[test]
+    fn a_disk_preset_is_in_the_meaning_and_today_s_disk_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("kernel.config"), "CONFIG_64BIT=y\n").unwrap();
+        std::fs::write(
+            dir.path().join("fsync.toml"),
+            "kind = \"fsync-latency\"\nwriters = 1\nwriter_bytes = 1048576\n\
+             writer_block_bytes = 65536\nappend_bytes = 4096\nfsyncs = 10\ninterval_ms = 0\n",
+        )
+        .unwrap();
+        let meaning = |host: &str| {
+            let text = format!(
+                "[hunt]\nname = \"t\"\nrepo = \"linux\"\ngood = \"v1\"\nbad = \"v2\"\n\n\
+                 [build]\nconfig = \"kernel.config\"\n\n[[hosts]]\nkind = \"qemu\"\n{host}\n\
+                 [workload]\nfile = \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n"
+            );
+            let cfg = HuntConfig::parse(&dir.path().join("hunt.toml"), &text).unwrap();
+            measurement_meaning(&cfg).unwrap()
+        };
+        assert!(!meaning("").keys().any(|k| k.starts_with("hosts.")));
+        assert_eq!(
+            meaning("disk = \"sata-2009\"\n")
+                .get("hosts.qemu0.disk")
+                .map(String::as_str),
+            Some("sata-2009: cache=none, 90 MB/s, 120 IOPS, 1 queue(s) of 32")
+        );
+    }
 }
