@@ -189,7 +189,7 @@ pub async fn copy_console(
 /// A configured test host of any kind.
 pub enum Host {
     /// A local qemu VM.
-    Qemu(qemu::QemuHost),
+    Qemu(Box<qemu::QemuHost>),
     /// A machine reached over SSH.
     Ssh(Box<ssh::SshHost>),
     /// A LAVA farm: several boots at once, each a job ([`lava::Farm`]).
@@ -208,7 +208,12 @@ impl Host {
     /// The host described by `cfg`, keeping its per-boot files under `work`.
     pub fn new(cfg: &HostConfig, agent_binary: &Path, work: &Path) -> Host {
         match &cfg.kind {
-            HostKind::Qemu(q) => Host::Qemu(qemu::QemuHost::new(&cfg.name, q, agent_binary, work)),
+            HostKind::Qemu(q) => Host::Qemu(Box::new(qemu::QemuHost::new(
+                &cfg.name,
+                q,
+                agent_binary,
+                work,
+            ))),
             HostKind::Ssh(s) => Host::Ssh(Box::new(ssh::SshHost::new(
                 &cfg.name,
                 s,
