@@ -680,18 +680,8 @@ fn try_good_with_host(extra: &str) -> (Option<i32>, String, String, tempfile::Te
         .unwrap()
         .replace("boot_timeout_s = 240\n", extra);
     std::fs::write(&hunt, text).unwrap();
-    let out = firstbad()
-        .arg("try")
-        .arg(&hunt)
-        .arg("demo-good")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        dir,
-    )
+    let (code, stdout, stderr) = try_rev(&hunt, "demo-good");
+    (code, stdout, stderr, dir)
 }
 
 /// The part of `firstbad try`'s output after `boot: `, as JSON.
@@ -911,17 +901,8 @@ fn a_disk_preset_reaches_the_guest_its_queue_and_its_throughput_cap() {
         )
         .replace("fsync_latency_p50_ms", "mb_s");
     std::fs::write(&hunt, text).unwrap();
-    let out = firstbad()
-        .arg("try")
-        .arg(&hunt)
-        .arg("demo-good")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = try_rev(&hunt, "demo-good");
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let boot = boot_json(&stdout);
     assert_eq!(boot["status"], "measured", "{boot}");
     let mb_s = boot["value"].as_f64().unwrap();

@@ -166,17 +166,8 @@ fn try_through_lava_and_a_job_the_farm_cancels() {
     let dir = tempfile::tempdir().unwrap();
     let hunt = hunt_file(dir.path(), "lava-try", "demo-good", "demo-bad");
     let started = Instant::now();
-    let out = firstbad()
-        .arg("try")
-        .arg(&hunt)
-        .arg("demo-good")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = try_rev(&hunt, "demo-good");
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let boot = boot_json(&stdout);
     assert_eq!(boot["status"], "measured", "{boot}\n{stderr}");
     let events = try_events(dir.path());
@@ -261,14 +252,8 @@ fn try_through_lava_and_a_job_the_farm_cancels() {
         .replace("server_deadline_s = 300", "server_deadline_s = 3");
     std::fs::write(&hunt, text).unwrap();
     let started = Instant::now();
-    let out = firstbad()
-        .arg("try")
-        .arg(&hunt)
-        .arg("demo-good")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    let (code, _, stderr) = try_rev(&hunt, "demo-good");
+    assert_ne!(code, Some(0), "{stderr}");
     assert!(
         stderr.contains("the LAVA server http://127.0.0.1:9 has not answered for"),
         "{stderr}"

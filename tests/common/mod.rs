@@ -23,6 +23,16 @@ pub fn firstbad() -> Command {
     c
 }
 
+/// `firstbad try hunt rev`: its exit code, stdout and stderr.
+pub fn try_rev(hunt: &Path, rev: &str) -> (Option<i32>, String, String) {
+    let out = firstbad().arg("try").arg(hunt).arg(rev).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// The demo tree (built once per machine by the script, then cached).
 pub fn demo_tree() -> &'static Path {
     static TREE: OnceLock<PathBuf> = OnceLock::new();

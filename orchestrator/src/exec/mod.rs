@@ -313,11 +313,10 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                         seconds,
                         ..
                     } => tracing::info!("built {kernel_release} in {seconds:.0} s"),
-                    BuildOutcome::Failed { error_lines, log } => tracing::warn!(
-                        "{} does not build: {} (log {})",
+                    failed @ BuildOutcome::Failed { .. } => tracing::warn!(
+                        "{} {}",
                         short(&commit),
-                        error_lines.first().map(String::as_str).unwrap_or("?"),
-                        log.display()
+                        failed.failure().unwrap_or_default()
                     ),
                 }
                 record(journal, state, Event::BuildFinished { commit, outcome })?;

@@ -305,15 +305,11 @@ impl Driver {
         for (endpoint, which) in [(&self.plan.good, "good"), (&self.plan.bad, "bad")] {
             match state.builds.get(endpoint) {
                 None => return self.build(state, endpoint),
-                Some(BuildOutcome::Failed { error_lines, log }) => {
+                Some(failed @ BuildOutcome::Failed { .. }) => {
                     return Decision::Stop(StopReason::Endpoint(format!(
-                        "the {which} endpoint {} does not build ({}); log: {}",
+                        "the {which} endpoint {} {}",
                         super::short(endpoint),
-                        error_lines
-                            .first()
-                            .map(String::as_str)
-                            .unwrap_or("see the log"),
-                        log.display()
+                        failed.failure().unwrap_or_default()
                     )))
                 }
                 Some(BuildOutcome::Built { .. }) => {}

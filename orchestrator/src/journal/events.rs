@@ -50,6 +50,21 @@ pub enum BuildOutcome {
     },
 }
 
+impl BuildOutcome {
+    /// For a failed build, why, as a person reads it after the commit's name: `does not build
+    /// (<the first error line>); log: <path>`; none for a built kernel.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            BuildOutcome::Failed { error_lines, log } => Some(format!(
+                "does not build ({}); log: {}",
+                error_lines.first().map_or("see the log", String::as_str),
+                log.display()
+            )),
+            BuildOutcome::Built { .. } => None,
+        }
+    }
+}
+
 /// What one boot of a candidate ended with.
 // A measured boot carries every sample (tens of KiB) while a failed one carries a line: boxing
 // would only add an indirection to the value the hunt reads most, and events are few.

@@ -264,13 +264,8 @@ fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<Str
     }
     let entries = Journal::open_read_only(&path)?.events()?;
     let state = HuntState::replay(&entries);
-    if let Some(crate::journal::BuildOutcome::Failed { error_lines, log }) = state.builds.get(head)
-    {
-        return Ok(Some(format!(
-            "does not build ({}; log {})",
-            error_lines.first().map_or("see the log", String::as_str),
-            log.display()
-        )));
+    if let Some(failure) = state.builds.get(head).and_then(|b| b.failure()) {
+        return Ok(Some(failure));
     }
     let boots = state.boots.get(head).map_or(&[][..], Vec::as_slice);
     let settings = hunt::settings(&cfg.hunt);

@@ -52,19 +52,15 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
     };
     match state.builds.get(revert) {
         None => return Some(d.build(state, revert)),
-        Some(BuildOutcome::Failed { error_lines, log }) => {
+        Some(failed @ BuildOutcome::Failed { .. }) => {
             return not_measured(
                 Some(revert),
                 format!(
-                    "the revert of {} on top of {} ({}) does not build ({}); log: {}",
+                    "the revert of {} on top of {} ({}) {}",
                     short(commit),
                     short(bad),
                     short(revert),
-                    error_lines
-                        .first()
-                        .map(String::as_str)
-                        .unwrap_or("see the log"),
-                    log.display()
+                    failed.failure().unwrap_or_default()
                 ),
             )
         }
