@@ -190,7 +190,7 @@ pub(super) const fn int(
     }
 }
 
-const fn host(kind: &'static str, b: Bound) -> Bound {
+pub(super) const fn host(kind: &'static str, b: Bound) -> Bound {
     Bound {
         kind: Some(kind),
         ..b
@@ -307,62 +307,6 @@ pub const QEMU_SCRATCH_MB: Bound = host(
         1024,
         "MiB of the ext4 scratch disk (a sparse file); ext4 wants 64 for a journal, 1 TiB caps it",
     ),
-);
-/// `[[hosts]] disk_mb_s` (qemu).
-pub const QEMU_DISK_MB_S: Bound = host(
-    "qemu",
-    Bound {
-        default: Default::Text("the disk preset's"),
-        ..int(
-            "hosts[].disk_mb_s",
-            0,
-            100_000,
-            0,
-            "MB/s the scratch disk moves at most (qemu throttling); 0: no cap; 100 GB/s is past any device",
-        )
-    },
-);
-/// `[[hosts]] disk_iops` (qemu).
-pub const QEMU_DISK_IOPS: Bound = host(
-    "qemu",
-    Bound {
-        default: Default::Text("the disk preset's"),
-        ..int(
-            "hosts[].disk_iops",
-            0,
-            100_000_000,
-            0,
-            "I/O operations a second at most (qemu throttling); 0: no cap",
-        )
-    },
-);
-/// `[[hosts]] disk_queues` (qemu).
-pub const QEMU_DISK_QUEUES: Bound = host(
-    "qemu",
-    Bound {
-        default: Default::Text("the disk preset's"),
-        ..int(
-            "hosts[].disk_queues",
-            0,
-            64,
-            0,
-            "virtio-blk queues; 0: qemu's (one per vCPU); past 64 no guest here has the CPUs",
-        )
-    },
-);
-/// `[[hosts]] disk_queue_size` (qemu).
-pub const QEMU_DISK_QUEUE_SIZE: Bound = host(
-    "qemu",
-    Bound {
-        default: Default::Text("the disk preset's"),
-        ..int(
-            "hosts[].disk_queue_size",
-            0,
-            1024,
-            0,
-            "virtio-blk queue depth, a power of two; 0: qemu's (256); virtio's rings stop at 1024",
-        )
-    },
 );
 /// `[[hosts]] boot_timeout_s` (qemu).
 pub const QEMU_BOOT_TIMEOUT_S: Bound = host(
@@ -689,10 +633,10 @@ pub const BOUNDS: &[Bound] = &[
     QEMU_MEMORY_MB,
     QEMU_CPUS,
     QEMU_SCRATCH_MB,
-    QEMU_DISK_MB_S,
-    QEMU_DISK_IOPS,
-    QEMU_DISK_QUEUES,
-    QEMU_DISK_QUEUE_SIZE,
+    super::disk::QEMU_DISK_MB_S,
+    super::disk::QEMU_DISK_IOPS,
+    super::disk::QEMU_DISK_QUEUES,
+    super::disk::QEMU_DISK_QUEUE_SIZE,
     QEMU_BOOT_TIMEOUT_S,
     SSH_BOOT_TIMEOUT_S,
     LAVA_JOBS,

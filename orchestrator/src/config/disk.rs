@@ -5,7 +5,7 @@
 //! speed, and on it the dirty-limits cut *helped* fsync's tail. A preset names a disk of the
 //! reports; each field may be set over it.
 
-use super::bounds;
+use super::bounds::{self, host, int, Bound};
 use super::raw::RawHost;
 use super::read::snippet;
 use super::validate::Validator;
@@ -103,6 +103,62 @@ impl DiskModel {
     }
 }
 
+/// `[[hosts]] disk_mb_s` (qemu).
+pub const QEMU_DISK_MB_S: Bound = host(
+    "qemu",
+    Bound {
+        default: bounds::Default::Text("the disk preset's"),
+        ..int(
+            "hosts[].disk_mb_s",
+            0,
+            100_000,
+            0,
+            "MB/s the scratch disk moves at most (qemu throttling); 0: no cap; 100 GB/s is past any device",
+        )
+    },
+);
+/// `[[hosts]] disk_iops` (qemu).
+pub const QEMU_DISK_IOPS: Bound = host(
+    "qemu",
+    Bound {
+        default: bounds::Default::Text("the disk preset's"),
+        ..int(
+            "hosts[].disk_iops",
+            0,
+            100_000_000,
+            0,
+            "I/O operations a second at most (qemu throttling); 0: no cap",
+        )
+    },
+);
+/// `[[hosts]] disk_queues` (qemu).
+pub const QEMU_DISK_QUEUES: Bound = host(
+    "qemu",
+    Bound {
+        default: bounds::Default::Text("the disk preset's"),
+        ..int(
+            "hosts[].disk_queues",
+            0,
+            64,
+            0,
+            "virtio-blk queues; 0: qemu's (one per vCPU); past 64 no guest here has the CPUs",
+        )
+    },
+);
+/// `[[hosts]] disk_queue_size` (qemu).
+pub const QEMU_DISK_QUEUE_SIZE: Bound = host(
+    "qemu",
+    Bound {
+        default: bounds::Default::Text("the disk preset's"),
+        ..int(
+            "hosts[].disk_queue_size",
+            0,
+            1024,
+            0,
+            "virtio-blk queue depth, a power of two; 0: qemu's (256); virtio's rings stop at 1024",
+        )
+    },
+);
 /// The `i`th host's disk model: its preset (`disk`), then each field set over it.
 pub(super) fn disk(v: &Validator, i: usize, h: &RawHost) -> Result<DiskModel, ConfigError> {
     let at = |f: &str| format!("hosts[{i}].{f}");
@@ -137,17 +193,13 @@ pub(super) fn disk(v: &Validator, i: usize, h: &RawHost) -> Result<DiskModel, Co
             }
         };
     }
-    let field = |b: &bounds::Bound, raw: Option<i64>, now: u32| -> Result<u32, ConfigError> {
+    let field = |b: &Bound, raw: Option<i64>, now: u32| -> Result<u32, ConfigError> {
         v.int(b, Some(i), Some(raw.unwrap_or(i64::from(now))))
     };
-    d.mb_s = field(&bounds::QEMU_DISK_MB_S, h.disk_mb_s, d.mb_s)?;
-    d.iops = field(&bounds::QEMU_DISK_IOPS, h.disk_iops, d.iops)?;
-    d.queues = field(&bounds::QEMU_DISK_QUEUES, h.disk_queues, d.queues)?;
-    d.queue_size = field(
-        &bounds::QEMU_DISK_QUEUE_SIZE,
-        h.disk_queue_size,
-        d.queue_size,
-    )?;
+    d.mb_s = field(&QEMU_DISK_MB_S, h.disk_mb_s, d.mb_s)?;
+    d.iops = field(&QEMU_DISK_IOPS, h.disk_iops, d.iops)?;
+    d.queues = field(&QEMU_DISK_QUEUES, h.disk_queues, d.queues)?;
+    d.queue_size = field(&QEMU_DISK_QUEUE_SIZE, h.disk_queue_size, d.queue_size)?;
     // virtio's rings are a power of two; qemu refuses other sizes at start, far from here.
     if d.queue_size != 0 && !d.queue_size.is_power_of_two() {
         return Err(v.field(

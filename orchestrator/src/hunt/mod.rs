@@ -17,6 +17,7 @@ mod meaning;
 pub mod phases;
 pub mod prelude;
 pub mod prune;
+mod records;
 pub mod same_kernel;
 pub mod state;
 pub mod state_dir;

@@ -23,6 +23,7 @@ pub mod local;
 mod markdown;
 pub mod metrics;
 mod model;
+mod phases;
 mod regression;
 pub mod stats;
 pub mod status;

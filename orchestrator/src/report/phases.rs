@@ -1,0 +1,93 @@
+//! What the phases around the search add to a report: the forecast made before it, the
+//! commits pruning left out of it, and the culprit's revert on top of bad after it.
+
+use super::model::{CommitRef, Estimate};
+use crate::hunt::HuntState;
+use serde::Serialize;
+
+/// The culprit reverted on top of bad ([`crate::hunt::Reverted`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct RevertReport {
+    /// The culprit reverted.
+    pub culprit: String,
+    /// The commit it was reverted onto (the bad endpoint).
+    pub onto: String,
+    /// The revert commit firstbad made, when the revert applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert: Option<String>,
+    /// Files in conflict, when it did not apply cleanly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// "all", "part", "nothing", "undecided", "not measured"; "in progress" before the end.
+    pub recovers: &'static str,
+    /// The share of the regression (good to bad) the revert recovers, with its 99% interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<Estimate>,
+    /// The figures, for a person.
+    pub summary: String,
+}
+
+/// The forecast and what the hunt spent after it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ForecastReport {
+    /// The forecast as journalled.
+    #[serde(flatten)]
+    pub forecast: crate::forecast::Forecast,
+    /// Boots finished after the forecast (failed ones too), so far or in all.
+    pub spent_boots: usize,
+}
+
+/// What pruning left out of the range, with why.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunedReport {
+    /// Source files the endpoints' builds read.
+    pub inputs: usize,
+    /// Seconds the pruning took.
+    pub seconds: f64,
+    /// Why the range was not pruned, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Each commit left out (compared with its first parent), with what it touches.
+    pub commits: Vec<PrunedCommit>,
+}
+
+/// One commit pruning left out.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunedCommit {
+    /// The commit.
+    pub commit: CommitRef,
+    /// "touches only drivers/scsi/lpfc/lpfc_init.c (not built)".
+    pub reason: String,
+}
+
+/// The revert on top of `bad` as the journal has it, finished or under way.
+pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport> {
+    use crate::build::revert::RevertMade;
+    let start = state.revert.as_ref()?;
+    let (revert, conflicts) = match &start.made {
+        RevertMade::Applied { revert } => (Some(revert.clone()), Vec::new()),
+        RevertMade::Conflicts { files } => (None, files.clone()),
+        RevertMade::Empty | RevertMade::Failed { .. } => (None, Vec::new()),
+    };
+    let done = state.reverted.as_ref();
+    Some(RevertReport {
+        culprit: start.commit.clone(),
+        onto: bad.to_owned(),
+        revert,
+        conflicts,
+        recovers: done.map_or("in progress", |r| r.recovers.as_str()),
+        recovered: done.and_then(|r| r.level).map(|l| Estimate {
+            value: 1.0 - l.level,
+            low: 1.0 - l.hi,
+            high: 1.0 - l.lo,
+        }),
+        summary: done.map_or_else(
+            || {
+                start
+                    .made
+                    .describe(crate::hunt::short(&start.commit), crate::hunt::short(bad))
+            },
+            |r| r.summary.clone(),
+        ),
+    })
+}
