@@ -51,7 +51,24 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
         other => return not_measured(None, other.describe(short(commit), short(bad))),
     };
     match state.builds.get(revert) {
-        None => return Some(d.build(state, revert)),
+        None => {
+            let build = d.build(state, revert);
+            // The revert commit is on no ref: a resume weeks later may find it pruned by
+            // `git gc`. Made again from the same two commits it is the same commit, so it is
+            // made again before its build starts (milliseconds; nothing is journalled).
+            if let (Decision::Start(_), Some(reverter)) = (&build, &d.plan.revert) {
+                let again = reverter(commit, bad);
+                if again != start.made {
+                    tracing::warn!(
+                        "the revert of {} on top of {} made again is not the journalled one: {}",
+                        short(commit),
+                        short(bad),
+                        again.describe(short(commit), short(bad))
+                    );
+                }
+            }
+            return Some(build);
+        }
         Some(failed @ BuildOutcome::Failed { .. }) => {
             return not_measured(
                 Some(revert),
