@@ -3,6 +3,7 @@
 
 use super::model::{CommitRef, Estimate};
 use crate::hunt::HuntState;
+use crate::journal::Recovers;
 use serde::Serialize;
 
 /// The culprit reverted on top of bad ([`crate::hunt::Reverted`]).
@@ -18,7 +19,8 @@ pub struct RevertReport {
     /// Files in conflict, when it did not apply cleanly.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<String>,
-    /// "all", "part", "nothing", "undecided", "not measured"; "in progress" before the end.
+    /// "all", "part", "nothing", "undecided", "not measured"; "in progress" before its
+    /// result, while the hunt runs.
     pub recovers: &'static str,
     /// The share of the regression (good to bad) the revert recovers, with its 99% interval.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,7 +77,12 @@ pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport
         onto: bad.to_owned(),
         revert,
         conflicts,
-        recovers: done.map_or("in progress", |r| r.recovers.as_str()),
+        recovers: match done {
+            Some(r) => r.recovers.as_str(),
+            // Ended without its result: `classify.revert` was turned off on a rerun.
+            None if state.end.is_some() => Recovers::NotMeasured.as_str(),
+            None => "in progress",
+        },
         recovered: done.and_then(|r| r.level).map(|l| Estimate {
             value: 1.0 - l.level,
             low: 1.0 - l.hi,
@@ -83,9 +90,14 @@ pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport
         }),
         summary: done.map_or_else(
             || {
-                start
+                let made = start
                     .made
-                    .describe(crate::hunt::short(&start.commit), crate::hunt::short(bad))
+                    .describe(crate::hunt::short(&start.commit), crate::hunt::short(bad));
+                if state.end.is_some() {
+                    format!("{made}; the hunt ended before it was measured (classify.revert off)")
+                } else {
+                    made
+                }
             },
             |r| r.summary.clone(),
         ),
