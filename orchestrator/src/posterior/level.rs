@@ -19,6 +19,18 @@ pub struct Level {
     pub hi: f64,
 }
 
+impl Level {
+    /// The share of the regression a commit at this level has undone, read from bad's side:
+    /// 1 − level, the interval turned round (a culprit's revert on top of bad).
+    pub fn undone(&self) -> Level {
+        Level {
+            level: 1.0 - self.level,
+            lo: 1.0 - self.hi,
+            hi: 1.0 - self.lo,
+        }
+    }
+}
+
 /// The normal quantile of the level intervals the confirmation reads ([`rest`]): 0.5% on each
 /// side, so that the two readings "some of it came before the parent" and "more came after the
 /// culprit" together call a one-step regression several steps in about 1% of hunts (issue 38:

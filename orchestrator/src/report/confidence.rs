@@ -95,14 +95,7 @@ pub(super) fn confidence(
         baseline_separation: separation,
         probability,
         confirmed: confirmation.map(|c| c.confirmed),
-        culprit_share: levels.map(|l| {
-            let share = l.share();
-            Estimate {
-                value: share.level,
-                low: share.lo,
-                high: share.hi,
-            }
-        }),
+        culprit_share: levels.map(|l| Estimate::from(l.share())),
         rest: levels.map(|l| {
             let rest = l.rest();
             RestOfRegression {

@@ -216,6 +216,17 @@ pub struct Estimate {
     pub high: f64,
 }
 
+impl From<crate::posterior::Level> for Estimate {
+    /// A level between good and bad (a share of the regression) with its interval.
+    fn from(l: crate::posterior::Level) -> Estimate {
+        Estimate {
+            value: l.level,
+            low: l.lo,
+            high: l.hi,
+        }
+    }
+}
+
 /// What regressed and by how much.
 #[derive(Debug, Clone, Serialize)]
 pub struct Regression {

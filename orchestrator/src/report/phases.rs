@@ -62,6 +62,9 @@ pub struct PrunedCommit {
     pub reason: String,
 }
 
+/// [`RevertReport::recovers`] of a revert whose result is still to come.
+pub(super) const IN_PROGRESS: &str = "in progress";
+
 /// The revert on top of `bad` as the journal has it, finished or under way.
 pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport> {
     use crate::build::revert::RevertMade;
@@ -81,13 +84,11 @@ pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport
             Some(r) => r.recovers.as_str(),
             // Ended without its result: `classify.revert` was turned off on a rerun.
             None if state.end.is_some() => Recovers::NotMeasured.as_str(),
-            None => "in progress",
+            None => IN_PROGRESS,
         },
-        recovered: done.and_then(|r| r.level).map(|l| Estimate {
-            value: 1.0 - l.level,
-            low: 1.0 - l.hi,
-            high: 1.0 - l.lo,
-        }),
+        recovered: done
+            .and_then(|r| r.level)
+            .map(|l| Estimate::from(l.undone())),
         summary: done.map_or_else(
             || {
                 let made = start

@@ -297,18 +297,17 @@ fn render_text(cfg: &Hunt, id: &HuntIdentity, entries: &[Entry], now_ms: i64) ->
             state.boots_since_forecast()
         );
     }
-    match (&state.reverted, &state.revert) {
-        (Some(r), _) => {
-            let _ = writeln!(o, "revert on top of bad: {}", one_line(&r.summary));
-        }
-        (None, Some(start)) => {
-            let _ = writeln!(
-                o,
-                "revert on top of bad: under way, {}",
-                one_line(&start.made.describe(short(&start.commit), short(&id.bad)))
-            );
-        }
-        (None, None) => {}
+    if let Some(r) = super::phases::revert_report(&state, &id.bad) {
+        let under_way = if r.recovers == super::phases::IN_PROGRESS {
+            "under way, "
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "revert on top of bad: {under_way}{}",
+            one_line(&r.summary)
+        );
     }
     let candidate = last_start.as_ref().map(|(c, _, _)| c.clone()).filter(|c| {
         c != &id.good && c != &id.bad && !state.verdicts.iter().any(|(v, _, _)| v == c)

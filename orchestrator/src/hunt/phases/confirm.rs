@@ -109,20 +109,20 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     if same_kernel(d, state, commit, parent) {
         return not_a_change(d, state, judge, commit, parent);
     }
-    let counts = round_values(state, &sides, start.started_before);
-    let failed: usize = counts.iter().map(|(v, done, _)| done - v.len()).sum();
-    let values: Vec<&[f64]> = counts.iter().map(|(v, _, _)| v.as_slice()).collect();
-    let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
-    let reading = Reading::of(d, judge, &values);
+    let rounds = Rounds::of(state, &sides, start.started_before);
+    let reading = Reading::of(d, judge, &rounds.values());
+    let failed = rounds.failed();
     let end = if failed > s.classify.max_failed_boots as usize {
         Some(format!("re-test stopped after {failed} failed boots; "))
     } else {
-        // Done once the rounds decide, or when more of them could not.
-        (rounds >= pairs
-            && (reading.says != Says::Undecided
-                || rounds >= max_pairs
-                || !reading.can_decide(max_pairs)))
-        .then(String::new)
+        rounds
+            .over(
+                pairs,
+                max_pairs,
+                reading.says != Says::Undecided,
+                reading.can_decide(max_pairs),
+            )
+            .then(String::new)
     };
     if let Some(prefix) = end {
         return conclude_retest(
@@ -135,66 +135,105 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
             prefix,
         );
     }
-    round_boots(
-        d,
-        state,
-        &sides,
-        &counts,
-        pairs.max(rounds + 1),
-        d.plan.seed ^ 1,
-    )
+    rounds.boot_next(d, state, &sides, pairs, d.plan.seed ^ 1)
 }
 
-/// The values of each of `sides` in the rounds of boots started from `from` on: the measured
-/// values, the boots done (failed ones too) and the boots running.
-pub(super) fn round_values(
-    state: &HuntState,
-    sides: &[&str],
-    from: usize,
-) -> Vec<(Vec<f64>, usize, usize)> {
-    sides
-        .iter()
-        .map(|c| {
-            let (done, running) = state.boots_since(c, from);
-            let values: Vec<f64> = done
-                .iter()
-                .filter_map(|r| match &r.outcome {
-                    BootOutcome::Measured { value, .. } => Some(*value),
-                    BootOutcome::Failed { .. } => None,
-                })
-                .collect();
-            (values, done.len(), running)
-        })
-        .collect()
+/// One side of interleaved rounds: its measured values, its boots done (failed ones too) and
+/// its boots running.
+struct Side {
+    values: Vec<f64>,
+    done: usize,
+    running: usize,
 }
 
-/// Another round while the rounds cannot decide, each side once, in the seeded order of
-/// [`next_side`]; sides with `target` values (done or running) are left out of the rounds
-/// still to boot.
-pub(super) fn round_boots(
-    d: &Driver,
-    state: &HuntState,
-    sides: &[&str],
-    counts: &[(Vec<f64>, usize, usize)],
-    target: usize,
-    seed: u64,
-) -> Decision {
-    let mut started: Vec<usize> = counts
-        .iter()
-        .map(|(v, _, running)| v.len() + running)
-        .collect();
-    d.boots_for(state, |_| {
-        let open: Vec<usize> = started
+/// The boots of each side of a phase's interleaved rounds (the re-test's, the revert's), from
+/// the phase's first boot on.
+pub(super) struct Rounds {
+    sides: Vec<Side>,
+}
+
+impl Rounds {
+    /// The boots of `sides` started from `from` (the phase's first boot) on.
+    pub(super) fn of(state: &HuntState, sides: &[&str], from: usize) -> Rounds {
+        let sides = sides
             .iter()
-            .map(|&n| if n >= target { usize::MAX } else { n })
+            .map(|c| {
+                let (done, running) = state.boots_since(c, from);
+                let values: Vec<f64> = done
+                    .iter()
+                    .filter_map(|r| match &r.outcome {
+                        BootOutcome::Measured { value, .. } => Some(*value),
+                        BootOutcome::Failed { .. } => None,
+                    })
+                    .collect();
+                Side {
+                    values,
+                    done: done.len(),
+                    running,
+                }
+            })
             .collect();
-        if open.iter().all(|&n| n == usize::MAX) {
-            return None;
-        }
-        let i = next_side(&open, seed);
-        started[i] += 1;
-        Some(sides[i].to_owned())
-    })
+        Rounds { sides }
+    }
+
+    /// Each side's measured values, in the order of the sides.
+    pub(super) fn values(&self) -> Vec<&[f64]> {
+        self.sides.iter().map(|s| s.values.as_slice()).collect()
+    }
+
+    /// Failed boots over every side.
+    pub(super) fn failed(&self) -> usize {
+        self.sides.iter().map(|s| s.done - s.values.len()).sum()
+    }
+
+    /// Rounds in which every side has a value.
+    pub(super) fn complete(&self) -> usize {
+        self.sides.iter().map(|s| s.values.len()).min().unwrap_or(0)
+    }
+
+    /// Whether the rounds are over: `pairs` of them at least, then once they `decided`, at
+    /// `max_pairs`, or when more of them could not decide (`can_decide` false).
+    pub(super) fn over(
+        &self,
+        pairs: usize,
+        max_pairs: usize,
+        decided: bool,
+        can_decide: bool,
+    ) -> bool {
+        let n = self.complete();
+        n >= pairs && (decided || n >= max_pairs || !can_decide)
+    }
+
+    /// Another round while the rounds cannot decide (the first `pairs` at least), each side
+    /// once, in the seeded order of [`next_side`]; sides with enough values (done or running)
+    /// are left out of the rounds still to boot.
+    pub(super) fn boot_next(
+        &self,
+        d: &Driver,
+        state: &HuntState,
+        sides: &[&str],
+        pairs: usize,
+        seed: u64,
+    ) -> Decision {
+        let target = pairs.max(self.complete() + 1);
+        let mut started: Vec<usize> = self
+            .sides
+            .iter()
+            .map(|s| s.values.len() + s.running)
+            .collect();
+        d.boots_for(state, |_| {
+            let open: Vec<usize> = started
+                .iter()
+                .map(|&n| if n >= target { usize::MAX } else { n })
+                .collect();
+            if open.iter().all(|&n| n == usize::MAX) {
+                return None;
+            }
+            let i = next_side(&open, seed);
+            started[i] += 1;
+            Some(sides[i].to_owned())
+        })
+    }
 }
 
 /// What the re-test's rounds say by themselves.

@@ -12,7 +12,7 @@
 use super::super::driver::{Decision, Driver};
 use super::super::judge::Judge;
 use super::super::{short, HuntState};
-use super::confirm::{admit, round_boots, round_values};
+use super::confirm::{admit, Rounds};
 use crate::build::revert::RevertMade;
 use crate::config::Direction;
 use crate::journal::{BuildOutcome, Event, Recovers};
@@ -85,25 +85,21 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
     }
     let model = judge.model()?;
     let sides = [revert, d.plan.good.as_str(), bad];
-    let counts = round_values(state, &sides, start.started_before);
-    let failed: usize = counts.iter().map(|(v, done, _)| done - v.len()).sum();
-    let values: Vec<&[f64]> = counts.iter().map(|(v, _, _)| v.as_slice()).collect();
-    let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
-    let reading = Reading::from(s.direction, s.classify.min_effect, model, &values);
+    let rounds = Rounds::of(state, &sides, start.started_before);
+    let reading = Reading::from(s.direction, s.classify.min_effect, model, &rounds.values());
     let pairs = s.classify.confirm_pairs.max(1) as usize;
     let max_pairs = (s.classify.confirm_max_pairs as usize).max(pairs);
     let can_decide = rounds_to_separate(reading.effect, reading.floor) <= max_pairs as f64;
+    let failed = rounds.failed();
     let stopped = failed > s.classify.max_failed_boots as usize;
-    if stopped
-        || (rounds >= pairs
-            && (reading.recovers != Recovers::Undecided || rounds >= max_pairs || !can_decide))
-    {
+    let decided = reading.recovers != Recovers::Undecided;
+    if stopped || rounds.over(pairs, max_pairs, decided, can_decide) {
         let mut summary = format!(
             "revert of {} on top of {} ({}), {} interleaved round(s) beside good and bad: {}",
             short(commit),
             short(bad),
             short(revert),
-            rounds,
+            rounds.complete(),
             reading.words()
         );
         if stopped {
@@ -121,14 +117,7 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
             summary,
         }));
     }
-    Some(round_boots(
-        d,
-        state,
-        &sides,
-        &counts,
-        pairs.max(rounds + 1),
-        d.plan.seed ^ 2,
-    ))
+    Some(rounds.boot_next(d, state, &sides, pairs, d.plan.seed ^ 2))
 }
 
 /// What the revert's rounds say: its level between good (0) and bad (1), read against good
@@ -165,15 +154,15 @@ impl Reading {
 
     /// The figures and what they say, for a person.
     fn words(&self) -> String {
-        let Some(l) = self.level else {
+        let Some(undone) = self.level.as_ref().map(Level::undone) else {
             return "no boot of a side was admitted: nothing measured".to_owned();
         };
         let pc = |x: f64| format!("{:.0}%", 100.0 * x);
         let mut s = format!(
             "it recovers {} of the regression ({LEVEL_PERCENT}% interval {} to {})",
-            pc(1.0 - l.level),
-            pc(1.0 - l.hi),
-            pc(1.0 - l.lo)
+            pc(undone.level),
+            pc(undone.lo),
+            pc(undone.hi)
         );
         s += match self.recovers {
             Recovers::All => ": all of it, the revert measures as good",
