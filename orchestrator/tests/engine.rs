@@ -81,13 +81,21 @@ impl World {
         }
     }
 
-    /// The identity of commit `i`'s kernel: how many kernel changes lie at or below it.
+    /// The identity of commit `i`'s kernel: the kernel changes at or below it; a revert's,
+    /// those of the bad endpoint but the reverted commit's.
     fn kernel_id(&self, i: usize) -> Option<String> {
         let changes = self.kernel_changes.as_ref()?;
-        Some(format!(
-            "{:064x}",
-            changes.iter().filter(|&&c| c <= i).count()
-        ))
+        let has = |c: usize| match i.checked_sub(REVERTS) {
+            Some(reverted) => c != reverted,
+            None => c <= i,
+        };
+        Some(
+            changes
+                .iter()
+                .filter(|&&c| has(c))
+                .map(|c| format!("{c}."))
+                .collect(),
+        )
     }
 
     /// Boot `boot` of commit `i`: a value with 10% noise, the same for the same boot.
@@ -407,6 +415,37 @@ async fn baselines_mode_names_and_confirms_the_culprit() {
     assert!(r.summary.contains("all of it"), "{}", r.summary);
     let rounds = state.values(&id(REVERTS + 23)).len();
     assert!((3..=8).contains(&rounds), "{rounds} boots of the revert");
+}
+
+/// A revert that builds good's kernel recovers all of the regression with no boot of its
+/// own (issue 33: never boot a commit that cannot change the kernel); one whose kernel is
+/// neither endpoint's is booted in rounds as before.
+#[tokio::test(start_paused = true)]
+async fn a_revert_that_builds_good_s_kernel_is_not_booted() {
+    let mut world = World::new(23);
+    world.kernel_changes = Some(vec![23]);
+    let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
+    assert_eq!((found(&end), code), (Some(23), 0), "{end:?}");
+    let revert = id(REVERTS + 23);
+    let r = state.reverted.as_ref().expect("the revert's outcome");
+    assert_eq!(r.recovers, Recovers::All, "{}", r.summary);
+    assert_eq!(r.level.map(|l| (l.lo, l.hi)), Some((0.0, 0.0)));
+    assert!(
+        r.summary.contains("builds the kernel of the good endpoint")
+            && r.summary.contains("not booted"),
+        "{}",
+        r.summary
+    );
+    assert!(state.builds.contains_key(&revert), "built for its identity");
+    assert!(!state.boots.contains_key(&revert), "and never booted");
+
+    world.kernel_changes = Some(vec![10, 23]);
+    let (end, _, state) = hunt(&world, ClassifyMode::Baselines).await;
+    assert_eq!(found(&end), Some(23), "{end:?}");
+    let r = state.reverted.as_ref().expect("the revert's outcome");
+    assert_eq!(r.recovers, Recovers::All, "{}", r.summary);
+    assert!(r.summary.contains("interleaved round"), "{}", r.summary);
+    assert!(state.values(&revert).len() >= 3);
 }
 
 /// A revert that does not apply is said with its files, and nothing is built or booted for

@@ -40,6 +40,12 @@ pub fn others<'a>(state: &'a HuntState, commit: &str) -> Vec<&'a str> {
     same
 }
 
+/// Whether `commit` built the very kernel `other` built (both have an identity, and it is
+/// one).
+pub fn same(state: &HuntState, commit: &str, other: &str) -> bool {
+    identity(state, commit).is_some_and(|id| identity(state, other) == Some(id))
+}
+
 /// The verdict `commit` takes from a commit with its kernel: an endpoint's (`goods`, `bad`)
 /// or one already given, the first in `others`' order; `None` when none has one.
 pub fn verdict(

@@ -11,7 +11,7 @@
 
 use super::super::driver::{Decision, Driver};
 use super::super::judge::Judge;
-use super::super::{short, HuntState};
+use super::super::{same_kernel, short, HuntState};
 use super::confirm::{admit, Rounds};
 use crate::build::revert::RevertMade;
 use crate::config::Direction;
@@ -83,6 +83,9 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
         }
         Some(BuildOutcome::Built { .. }) => {}
     }
+    if let Some(done) = an_endpoint_s_kernel(d, state, commit, revert) {
+        return Some(done);
+    }
     let model = judge.model()?;
     let sides = [revert, d.plan.good.as_str(), bad];
     let rounds = Rounds::of(state, &sides, start.started_before);
@@ -118,6 +121,59 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
         }));
     }
     Some(rounds.boot_next(d, state, &sides, pairs, d.plan.seed ^ 2))
+}
+
+/// The end of a revert that built the very kernel of good or of bad ([`same_kernel::same`],
+/// in a hunt that shares verdicts between such commits): no boot can tell it from that
+/// endpoint, so none is spent; it recovers all of the regression, or none of it. The demo's
+/// revert is good's kernel (the range's other built changes are comments).
+fn an_endpoint_s_kernel(
+    d: &Driver,
+    state: &HuntState,
+    commit: &str,
+    revert: &str,
+) -> Option<Decision> {
+    let (good, bad) = (d.plan.good.as_str(), d.plan.bad.as_str());
+    if !d.plan.settings.same_kernel {
+        return None;
+    }
+    let (level, recovers, side, twin, what) = if same_kernel::same(state, revert, good) {
+        (0.0, Recovers::All, "the good endpoint", good, "all of it")
+    } else if same_kernel::same(state, revert, bad) {
+        (
+            1.0,
+            Recovers::Nothing,
+            "the bad endpoint",
+            bad,
+            "none of it",
+        )
+    } else {
+        return None;
+    };
+    let boots = state.boots.get(revert).map_or(0, Vec::len);
+    let not_booted = if boots == 0 {
+        "not booted".to_owned()
+    } else {
+        format!("its {boots} boot(s) not needed")
+    };
+    Some(Decision::Record(Event::Reverted {
+        commit: commit.to_owned(),
+        revert: Some(revert.to_owned()),
+        level: Some(Level {
+            level,
+            lo: level,
+            hi: level,
+        }),
+        recovers,
+        summary: format!(
+            "revert of {} on top of {} ({}) builds the kernel of {side} {}: its build differs \
+             only in the release string, so it recovers {what}; {not_booted}",
+            short(commit),
+            short(bad),
+            short(revert),
+            short(twin),
+        ),
+    }))
 }
 
 /// What the revert's rounds say: its level between good (0) and bad (1), read against good
