@@ -546,3 +546,119 @@ fn watch_status_prints_no_control_character_of_a_nights_failure() {
         "{s}"
     );
 }
+
+// Issue 36, item 2: a night whose boots leave the accumulating test past half its threshold
+// and without an alarm asks for a second look; its boots join the night's before it is
+// judged, and the change is raised sooner than without. The detector and the series
+// database are the product's; the boots are written as a cycle writes them (the kernels are
+// in tests/watch.rs, whose regression is too clear to leave a night in doubt).
+#[test]
+fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
+    use firstbad::watch::db::{SecondLook, SeriesBoot, SeriesEvent};
+    let id = |i: usize| format!("{i:x}{:039x}", 0);
+    let boot = |commit: &str, p50: f64| SeriesBoot {
+        commit: commit.into(),
+        at_ms: 0,
+        host: "qemu0".into(),
+        config: "c".into(),
+        value: Some(p50),
+        metrics: [("fsync_latency_p50_ms".to_owned(), p50)].into(),
+        failed: None,
+    };
+    // 10% boot noise from a fixed list; from night 6 the head is 8% slower.
+    let noise = [0.0, 0.1, -0.1, 0.05, -0.05, 0.12, -0.12, 0.02];
+    let night_of = |head: &str, level: f64, k0: usize| -> Vec<SeriesBoot> {
+        (0..4)
+            .flat_map(|k| {
+                [
+                    boot(&id(0), 10.0 * (1.0 + noise[(k0 + k) % 8])),
+                    boot(head, 10.0 * level * (1.0 + noise[(k0 + k + 3) % 8])),
+                ]
+            })
+            .collect()
+    };
+    // The night the change is raised, and the nights that asked for a second look.
+    let watch = |second_look: bool| -> (u32, Vec<u32>) {
+        let dir = tempfile::tempdir().unwrap();
+        let series = format!(
+            "{OK}\nstate_dir = \"{}\"\nsecond_look = {}",
+            dir.path().join("state").display(),
+            if second_look { 4 } else { 0 }
+        );
+        let path = series_file(dir.path(), &series, "");
+        let cfg = SeriesConfig::load(&path).unwrap();
+        let mut db = open_db(&cfg, &path);
+        db.record(SeriesEvent::Reference {
+            commit: id(0),
+            why: "first".into(),
+        })
+        .unwrap();
+        let mut out = firstbad::watch::Cycle::default();
+        let mut asked = Vec::new();
+        for night in 1..=30u32 {
+            let head = id(night as usize);
+            db.record(SeriesEvent::NightStarted {
+                night,
+                head: head.clone(),
+                reference: id(0),
+            })
+            .unwrap();
+            let level = if night >= 6 { 1.08 } else { 1.0 };
+            db.record(SeriesEvent::NightMeasured {
+                night,
+                boots: night_of(&head, level, night as usize),
+                summary: String::new(),
+            })
+            .unwrap();
+            // What the cycle does between a night and its judgement.
+            let why = firstbad::watch::detect::suspicious(&cfg, &db.state, night);
+            if let Some(why) = why.filter(|_| cfg.second_look > 0) {
+                assert!(
+                    night >= 6,
+                    "quiet night {night} asked for a second look: {why}"
+                );
+                assert!(
+                    why.contains("of its threshold") && why.contains("no alarm"),
+                    "{why}"
+                );
+                asked.push(night);
+                db.record(SeriesEvent::SecondLookStarted { night, why })
+                    .unwrap();
+                assert_eq!(
+                    db.state.nights.last().unwrap().second_look,
+                    SecondLook::Started
+                );
+                db.record(SeriesEvent::SecondLookMeasured {
+                    night,
+                    boots: night_of(&head, level, night as usize + 4),
+                    summary: String::new(),
+                })
+                .unwrap();
+                let n = db.state.nights.last().unwrap();
+                assert_eq!(n.second_look, SecondLook::Measured);
+                assert_eq!(
+                    n.values(&head).len(),
+                    8,
+                    "the second look's boots joined the night's"
+                );
+            }
+            firstbad::watch::detect::after_night(&cfg, &mut db, &mut out).unwrap();
+            if let Some(c) = db.state.changes.first() {
+                assert!(c.regression && (5..=7).contains(&c.night), "{c:?}");
+                return (night, asked);
+            }
+        }
+        panic!("no change in 30 nights: {:?}", out.lines);
+    };
+    let (plain, none) = watch(false);
+    assert!(none.is_empty());
+    let (looked, asked) = watch(true);
+    eprintln!(
+        "second looks on nights {asked:?}: the change raised at night {looked} (without: {plain})"
+    );
+    assert!(!asked.is_empty(), "no night asked for a second look");
+    assert!(
+        looked < plain,
+        "with second looks on nights {asked:?} the change came at night {looked}, without at {plain}"
+    );
+}

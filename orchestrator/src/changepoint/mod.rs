@@ -359,6 +359,29 @@ pub fn confirmed(d: &Detection) -> Option<NightChange> {
     d.confirmed.clone()
 }
 
+/// The share of the accumulating test's threshold past which tonight's sum calls for a second
+/// look ([`second_look`]).
+pub const SECOND_LOOK_AT: f64 = 0.5;
+
+/// Whether tonight (night `tonight`, the newest of the nights `d` was detected on) calls for a
+/// second look (issue 36, item 2): more boots of head and reference the same night, then the
+/// detector again. True when tonight's sum stands at [`SECOND_LOOK_AT`] of its threshold or
+/// more and raised no alarm: suspicious, not decisive. More boots make a night's excess more
+/// precise, so the sum's steps grow on a real change and shrink (their drift −δ²/2v more
+/// negative) on a quiet head: the look decides sooner either way, and the sum's threshold
+/// stays the one that gives `false_alarm_nights` (the simulated rate with second looks is in
+/// docs/nightly-detection.md).
+pub fn second_look(d: &Detection, tonight: usize) -> bool {
+    let Some(a) = &d.accumulated else {
+        return false;
+    };
+    let raised_tonight = a.alarms.iter().any(|alarm| alarm.raised == tonight);
+    a.nights
+        .last()
+        .is_some_and(|n| n.night == tonight && n.sum >= SECOND_LOOK_AT * a.threshold)
+        && !raised_tonight
+}
+
 /// The accumulating test's alarm as a change: placed where the test places it, with the
 /// boot-level test of the nights from it against the nights before it.
 fn accumulated_change(

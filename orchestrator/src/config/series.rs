@@ -8,6 +8,7 @@
 //! branch = "master"
 //! repo = "~/src/linux-watch"                     # the local repository it is fetched into
 //! boots = 4                                      # boots of the head and of the reference, a night
+//! second_look = 4                                # more of each on a suspicious night (0: none)
 //!
 //! [build]    # [[hosts]], [workload], [classify], [report]: as in a hunt file
 //! ```
@@ -40,6 +41,10 @@ pub struct SeriesConfig {
     pub state_dir: PathBuf,
     /// Measured boots of the head and of the reference, each, a night.
     pub boots: usize,
+    /// Boots of the head and of the reference, each, of a second look the same night when the
+    /// night's boots are suspicious but not decisive ([`crate::changepoint::second_look`]); 0
+    /// turns second looks off.
+    pub second_look: usize,
     /// Nights in a row whose head does not build or boot before that raises its own alert.
     pub failure_nights: u32,
     /// Boots an automatic hunt may spend in all before it stops for a person.
@@ -85,6 +90,7 @@ struct RawSeries {
     repo: String,
     state_dir: Option<String>,
     boots: Option<i64>,
+    second_look: Option<i64>,
     failure_nights: Option<i64>,
     hunt_boots: Option<i64>,
     reference: Option<String>,
@@ -121,6 +127,14 @@ pub const SERIES_BOOTS: Bound = bounds::int(
     64,
     4,
     "boots of the head and of the reference a night; two is the least a spread comes from",
+);
+/// `[series] second_look`.
+pub const SERIES_SECOND_LOOK: Bound = bounds::int(
+    "series.second_look",
+    0,
+    64,
+    4,
+    "boots of the head and of the reference more on a suspicious night; 0 turns second looks off",
 );
 /// `[series] failure_nights`.
 pub const SERIES_FAILURE_NIGHTS: Bound = bounds::int(
@@ -182,6 +196,7 @@ pub const DETECT_FALSE_ALARM_NIGHTS: Bound = bounds::int(
 /// Every number field of a series file's own tables.
 pub const SERIES_BOUNDS: &[Bound] = &[
     SERIES_BOOTS,
+    SERIES_SECOND_LOOK,
     SERIES_FAILURE_NIGHTS,
     SERIES_HUNT_BOOTS,
     DETECT_MIN_EFFECT,
@@ -365,6 +380,7 @@ impl SeriesConfig {
             repo: hunt.repo.clone(),
             state_dir: hunt.state_dir.clone(),
             boots: v.int(&SERIES_BOOTS, None, series.boots)?,
+            second_look: v.int(&SERIES_SECOND_LOOK, None, series.second_look)?,
             failure_nights: v.int(&SERIES_FAILURE_NIGHTS, None, series.failure_nights)?,
             hunt_boots: v.int(&SERIES_HUNT_BOOTS, None, series.hunt_boots)?,
             reference: series.reference.filter(|r| !r.trim().is_empty()),

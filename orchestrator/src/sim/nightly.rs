@@ -3,7 +3,8 @@
 //! Perfherder's t-test.
 //!
 //! Pure code: replicate `r` of a cell draws from a `ChaCha12Rng` seeded from (seed, cell, r), and all
-//! three detectors watch the same series, so a table is reproducible bit for bit.
+//! detectors watch the same series (a second look's boots come from a stream of their own), so a
+//! table is reproducible bit for bit.
 //!
 //! # A series
 //! [`NIGHTS`] nights. Each night boots the head [`BOOTS`] times and the reference as often,
@@ -31,10 +32,13 @@
 //!   night, the head's median; its regressions (mean after above mean before) alert.
 //! - `perfherder`: [`crate::changepoint::alert_details`] with treeherder's defaults on the
 //!   same values; its regressions alert.
+//! - `firstbad, second look`: `firstbad` with [`crate::changepoint::second_look`]: a night
+//!   whose sum stands past half its threshold with no alarm adds [`SECOND_LOOK_BOOTS`] more
+//!   boots of each side, drawn as that night's, and is detected again (issue 36, item 2).
 
 use crate::changepoint::{
-    alert_details, change_points, confirmed, detect, DetectConfig, EDivisiveConfig, Night,
-    PerfherderConfig,
+    alert_details, change_points, confirmed, detect, second_look, DetectConfig, EDivisiveConfig,
+    Night, PerfherderConfig,
 };
 use crate::config::Direction;
 use crate::stats::median;
@@ -60,6 +64,9 @@ pub const CREEP_NIGHTS: usize = 5;
 pub const SAME_ALERT: usize = 2;
 /// The "detected within" column: a week of nights, the change's own night counted as 1.
 pub const WITHIN: usize = 7;
+/// Boots of the head, and of the reference, of a second look (issue 36, item 2): tonight's
+/// count again, the series file's default (`second_look`).
+pub const SECOND_LOOK_BOOTS: usize = BOOTS;
 /// Replicates per cell without `--replicates`.
 pub const NIGHTLY_REPLICATES: usize = 200;
 
@@ -130,11 +137,19 @@ pub enum Detector {
     Otava,
     /// Perfherder's t-test (defaults) on the head's nightly median.
     Perfherder,
+    /// firstbad's detector with a second look: a night whose sum stands past half its
+    /// threshold boots [`SECOND_LOOK_BOOTS`] more of each side ([`crate::changepoint::second_look`]).
+    SecondLook,
 }
 
 impl Detector {
     /// All three, in table order.
-    pub const ALL: [Detector; 3] = [Detector::Firstbad, Detector::Otava, Detector::Perfherder];
+    pub const ALL: [Detector; 4] = [
+        Detector::Firstbad,
+        Detector::SecondLook,
+        Detector::Otava,
+        Detector::Perfherder,
+    ];
 
     /// Short name in tables.
     pub fn name(self) -> &'static str {
@@ -142,6 +157,7 @@ impl Detector {
             Detector::Firstbad => "firstbad",
             Detector::Otava => "otava",
             Detector::Perfherder => "perfherder",
+            Detector::SecondLook => "firstbad, second look",
         }
     }
 }
@@ -188,6 +204,9 @@ pub struct Series {
     pub nights: Vec<Night>,
     /// The night the change lands on.
     pub change: Option<usize>,
+    /// Each night's second look, when one is asked for: [`SECOND_LOOK_BOOTS`] more boots of
+    /// each side, from a stream of their own (the series is the same with or without them).
+    pub second: Vec<Night>,
 }
 
 /// Draws the series of replicate `seed` of `cell`.
@@ -217,27 +236,52 @@ pub fn draw(cell: &NightlyCell, seed: u64) -> Series {
                 }
                 v.max(0.01 * BASE)
             };
-            let mut night = Night::default();
-            for _ in 0..BOOTS {
-                // Interleaved: head, reference, head, reference...
-                night.head.push(boot(level, &mut rng));
-                night.reference.push(boot(1.0, &mut rng));
-            }
-            night
+            let night = |boots: usize, rng: &mut ChaCha12Rng| {
+                let mut night = Night::default();
+                for _ in 0..boots {
+                    // Interleaved: head, reference, head, reference...
+                    night.head.push(boot(level, rng));
+                    night.reference.push(boot(1.0, rng));
+                }
+                night
+            };
+            let tonight = night(BOOTS, &mut rng);
+            let mut own = ChaCha12Rng::seed_from_u64(
+                seed ^ 0x5EC0_4D00 ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            );
+            (tonight, night(SECOND_LOOK_BOOTS, &mut own))
         })
-        .collect();
-    Series { nights, change }
+        .collect::<Vec<_>>();
+    let (nights, second) = nights.into_iter().unzip();
+    Series {
+        nights,
+        change,
+        second,
+    }
 }
 
-/// The new alerts of one detector on a series: (night raised, night named).
-pub fn alerts_over(detector: Detector, series: &Series) -> Vec<(usize, usize)> {
+/// The new alerts of one detector on a series: (night raised, night named), and the boots it
+/// spent (head and reference).
+pub fn alerts_over(detector: Detector, series: &Series) -> (Vec<(usize, usize)>, usize) {
     let medians: Vec<f64> = series.nights.iter().map(|n| median(&n.head)).collect();
     let cfg = DetectConfig::default();
     let mut raised: Vec<(usize, usize)> = Vec::new();
+    let mut nights: Vec<Night> = Vec::new();
     for t in 0..NIGHTS {
+        nights.push(series.nights[t].clone());
         let named: Vec<usize> = match detector {
             Detector::Firstbad => {
-                let d = detect(&series.nights[..=t], Direction::LowerIsBetter, &cfg);
+                let d = detect(&nights, Direction::LowerIsBetter, &cfg);
+                confirmed(&d).map(|c| c.night).into_iter().collect()
+            }
+            Detector::SecondLook => {
+                let mut d = detect(&nights, Direction::LowerIsBetter, &cfg);
+                if second_look(&d, t) {
+                    let more = &series.second[t];
+                    nights[t].head.extend_from_slice(&more.head);
+                    nights[t].reference.extend_from_slice(&more.reference);
+                    d = detect(&nights, Direction::LowerIsBetter, &cfg);
+                }
                 confirmed(&d).map(|c| c.night).into_iter().collect()
             }
             Detector::Otava => change_points(&medians[..=t], &EDivisiveConfig::default())
@@ -257,7 +301,11 @@ pub fn alerts_over(detector: Detector, series: &Series) -> Vec<(usize, usize)> {
             }
         }
     }
-    raised
+    let boots = nights
+        .iter()
+        .map(|n| n.head.len() + n.reference.len())
+        .sum();
+    (raised, boots)
 }
 
 /// What one replicate gave: the night of detection counted from the change's night (1 = that
@@ -266,11 +314,12 @@ pub fn alerts_over(detector: Detector, series: &Series) -> Vec<(usize, usize)> {
 struct Outcome {
     detected: Option<usize>,
     false_alerts: usize,
+    boots: usize,
 }
 
 fn outcome(cell: &NightlyCell, detector: Detector, seed: u64) -> Outcome {
     let series = draw(cell, seed);
-    let alerts = alerts_over(detector, &series);
+    let (alerts, boots) = alerts_over(detector, &series);
     let span = match cell.change {
         Change::Creep => CREEP_NIGHTS - 1,
         _ => 0,
@@ -290,6 +339,7 @@ fn outcome(cell: &NightlyCell, detector: Detector, seed: u64) -> Outcome {
     Outcome {
         detected,
         false_alerts,
+        boots,
     }
 }
 
@@ -311,6 +361,8 @@ pub struct NightlyResult {
     pub median_nights: Option<f64>,
     /// False alerts per 100 nights watched.
     pub false_per_100: f64,
+    /// Boots a night, head and reference together, over the series' nights.
+    pub boots_per_night: f64,
 }
 
 /// Runs `replicates` series of `cell` through `detector` on rayon's threads; replicate `r` uses
@@ -363,6 +415,8 @@ pub fn run_nightly(
             median_nights
         },
         false_per_100: 100.0 * false_alerts as f64 / (n * NIGHTS as f64),
+        boots_per_night: outcomes.iter().map(|o| o.boots).sum::<usize>() as f64
+            / (n * NIGHTS as f64),
     }
 }
 
@@ -386,8 +440,8 @@ pub fn nightly_table(
 /// The header of [`nightly_markdown`].
 const HEADER: &str =
     "| host | change | Δ/σ | detector | detected ≤ 7 nights | detected by night 60 \
-                      | median nights to detection | false alarms / 100 nights |\n\
-                      |---|---|---|---|---|---|---|---|\n";
+                      | median nights to detection | false alarms / 100 nights | boots / night |\n\
+                      |---|---|---|---|---|---|---|---|---|\n";
 
 /// One row of [`nightly_markdown`].
 pub fn nightly_row(r: &NightlyResult) -> String {
@@ -405,7 +459,7 @@ pub fn nightly_row(r: &NightlyResult) -> String {
         (false, None) => "never (< half)".to_string(),
     };
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {:.2} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} |\n",
         r.cell.noise.name(),
         r.cell.change.name(),
         if quiet {
@@ -417,7 +471,8 @@ pub fn nightly_row(r: &NightlyResult) -> String {
         pct(r.within),
         pct(r.detected),
         median,
-        r.false_per_100
+        r.false_per_100,
+        r.boots_per_night
     )
 }
 
@@ -458,6 +513,27 @@ mod tests {
             spread(&head) / BASE > spread(&ratio) * 0.9,
             "{head:?} {ratio:?}"
         );
+    }
+
+    #[test]
+    fn a_second_look_adds_boots_on_some_nights_and_leaves_the_series_as_it_was() {
+        let cell = NightlyCell {
+            noise: HostNoise::Normal,
+            change: Change::Step,
+            d: 1.0,
+        };
+        let series = draw(&cell, 3);
+        let plain = 2 * BOOTS * NIGHTS;
+        assert_eq!(alerts_over(Detector::Firstbad, &series).1, plain);
+        let (_, looked) = alerts_over(Detector::SecondLook, &series);
+        assert!(
+            looked > plain && looked < 2 * plain,
+            "{looked} boots against {plain}"
+        );
+        // The second looks come from their own stream: the nights are the same draws.
+        let again = draw(&cell, 3);
+        assert_eq!(series.nights, again.nights);
+        assert_eq!(series.second, again.second);
     }
 
     #[test]

@@ -91,6 +91,23 @@ pub enum SeriesEvent {
         /// The two medians, for a person.
         summary: String,
     },
+    /// Tonight's boots were suspicious and not decisive: a second look of more boots of each
+    /// side begins, in the night's `second-look` journal (issue 36, item 2).
+    SecondLookStarted {
+        /// The night.
+        night: u32,
+        /// What was suspicious, for a person.
+        why: String,
+    },
+    /// The second look's boots, added to the night's.
+    SecondLookMeasured {
+        /// The night.
+        night: u32,
+        /// Every boot of head and reference of the second look.
+        boots: Vec<SeriesBoot>,
+        /// The two medians, or why it ended early, for a person.
+        summary: String,
+    },
     /// The night's head did not build or boot: recorded, no values; the next head is tested
     /// on the next night.
     NightFailed {
@@ -176,6 +193,20 @@ pub struct Night {
     pub boots: Option<Vec<SeriesBoot>>,
     /// Why it failed, when it did.
     pub failed: Option<String>,
+    /// Its second look, when tonight's boots asked for one.
+    pub second_look: SecondLook,
+}
+
+/// A night's second look (issue 36, item 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SecondLook {
+    /// None asked for.
+    #[default]
+    None,
+    /// Begun, its boots not in yet: a cycle killed in it resumes it.
+    Started,
+    /// Its boots are in the night's.
+    Measured,
 }
 
 impl Night {
@@ -263,7 +294,21 @@ impl SeriesState {
                 started_ms: at_ms,
                 boots: None,
                 failed: None,
+                second_look: SecondLook::None,
             }),
+            SeriesEvent::SecondLookStarted { night, .. } => {
+                if let Some(n) = self.night_mut(*night) {
+                    n.second_look = SecondLook::Started;
+                }
+            }
+            SeriesEvent::SecondLookMeasured { night, boots, .. } => {
+                if let Some(n) = self.night_mut(*night) {
+                    n.second_look = SecondLook::Measured;
+                    n.boots
+                        .get_or_insert_with(Vec::new)
+                        .extend(boots.iter().cloned());
+                }
+            }
             SeriesEvent::NightMeasured { night, boots, .. } => {
                 if let Some(n) = self.night_mut(*night) {
                     n.boots = Some(boots.clone());

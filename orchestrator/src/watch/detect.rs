@@ -66,6 +66,48 @@ fn settings(cfg: &SeriesConfig) -> DetectConfig {
     }
 }
 
+/// Every metric judged on its own history up to night `newest`, the series' own first; a
+/// metric without values on both sides that night is left out.
+fn judge(cfg: &SeriesConfig, state: &SeriesState, newest: u32) -> Vec<Judged> {
+    let mut judged: Vec<Judged> = Vec::new();
+    for (i, (metric, direction)) in cfg.metrics.iter().enumerate() {
+        let nights = history(state, (i > 0).then_some(metric.as_str()));
+        if nights.last().map(|m| m.night) != Some(newest) {
+            continue;
+        }
+        let values: Vec<Night> = nights.iter().map(|m| m.night_values.clone()).collect();
+        let detection = changepoint::detect(&values, *direction, &settings(cfg));
+        judged.push(Judged {
+            metric: metric.clone(),
+            nights,
+            detection,
+        });
+    }
+    judged
+}
+
+/// Whether night `night`, measured and not judged yet, calls for a second look
+/// ([`changepoint::second_look`] on any metric): what was suspicious, for a person.
+pub fn suspicious(cfg: &SeriesConfig, state: &SeriesState, night: u32) -> Option<String> {
+    let why: Vec<String> = judge(cfg, state, night)
+        .iter()
+        .filter(|j| changepoint::second_look(&j.detection, j.nights.len() - 1))
+        .filter_map(|j| {
+            let a = j.detection.accumulated.as_ref()?;
+            let sum = a.nights.last()?.sum;
+            Some(format!(
+                "{}: the sum of the nights' evidence stands at {:.0}% of its threshold ({:.2} of \
+                 {:.2}) with no alarm",
+                j.metric,
+                100.0 * sum / a.threshold,
+                sum,
+                a.threshold
+            ))
+        })
+        .collect();
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
 /// After a cycle's night: judges the newest measured night once, and journals a change the
 /// detector confirms.
 pub fn after_night(
@@ -80,21 +122,7 @@ pub fn after_night(
     if db.state.judged.contains(&newest) {
         return Ok(());
     }
-    // Every metric judged on its own history; the series' own first.
-    let mut judged: Vec<Judged> = Vec::new();
-    for (i, (metric, direction)) in cfg.metrics.iter().enumerate() {
-        let nights = history(&db.state, (i > 0).then_some(metric.as_str()));
-        if nights.last().map(|m| m.night) != Some(newest) {
-            continue;
-        }
-        let values: Vec<Night> = nights.iter().map(|m| m.night_values.clone()).collect();
-        let detection = changepoint::detect(&values, *direction, &settings(cfg));
-        judged.push(Judged {
-            metric: metric.clone(),
-            nights,
-            detection,
-        });
-    }
+    let judged = judge(cfg, &db.state, newest);
     if judged.is_empty() {
         // The first night (head = reference) or a night without values on a side.
         db.record(SeriesEvent::Judged {

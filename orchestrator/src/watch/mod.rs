@@ -19,7 +19,7 @@ use crate::config::{Build, SeriesConfig};
 use crate::error::exit_code;
 use crate::hunt::{self, short, HuntError, HuntState};
 use crate::journal::{BootOutcome, Event, HuntEnd, Journal, JournalError};
-use db::{Night, RegressionState, SeriesBoot, SeriesDb, SeriesEvent};
+use db::{Night, RegressionState, SecondLook, SeriesBoot, SeriesDb, SeriesEvent};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -124,6 +124,7 @@ pub async fn cycle(cfg: &SeriesConfig) -> Result<Cycle, WatchError> {
         }
         None => new_night(cfg, &mut db, &mut out).await?,
     }
+    second_look(cfg, &mut db, &mut out).await?;
     detect::after_night(cfg, &mut db, &mut out)?;
     // Told before the hunt (which can take hours) and again after it.
     tell::tell(cfg, &mut db, &mut out).await?;
@@ -252,6 +253,75 @@ async fn run_night(
             None => Err(e.into()),
         },
     }
+}
+
+/// A second look at the newest night (issue 36, item 2): when its boots are suspicious and
+/// not decisive ([`detect::suspicious`]), `series.second_look` more boots of each side the
+/// same night, in the night's `second-look` journal (the kernels are cached: boots, no
+/// builds), added to its boots before it is judged. Once a night; a cycle killed in it
+/// resumes it.
+async fn second_look(
+    cfg: &SeriesConfig,
+    db: &mut SeriesDb,
+    out: &mut Cycle,
+) -> Result<(), WatchError> {
+    let Some(night) = db
+        .state
+        .nights
+        .last()
+        .filter(|n| n.boots.is_some())
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let n = night.night;
+    match night.second_look {
+        SecondLook::Measured => return Ok(()),
+        SecondLook::None => {
+            if cfg.second_look == 0 || db.state.judged.contains(&n) {
+                return Ok(());
+            }
+            let Some(why) = detect::suspicious(cfg, &db.state, n) else {
+                return Ok(());
+            };
+            db.record(SeriesEvent::SecondLookStarted {
+                night: n,
+                why: why.clone(),
+            })?;
+            out.say(format!(
+                "night {n}: a second look, {} more boots of each side: {why}",
+                cfg.second_look
+            ));
+        }
+        SecondLook::Started => out.say(format!("night {n}: resuming its second look")),
+    }
+    let dir = night_dir(&cfg.state_dir, n).join("second-look");
+    let (boots, summary) = if cfg.second_look == 0 {
+        (
+            Vec::new(),
+            "second looks were turned off before it ended".to_owned(),
+        )
+    } else {
+        let hunt_cfg = cfg.hunt_between(&night.reference, &night.head, &dir);
+        let summary = match hunt::measure_pair(&hunt_cfg, &dir, cfg.second_look).await {
+            Ok(outcome) => match outcome.end {
+                HuntEnd::Measured { summary } => summary,
+                other => format!("{other:?}"),
+            },
+            Err(e) => match head_failure(cfg, &dir, &night.head)? {
+                Some(reason) => format!("ended early: the head {reason}"),
+                None => return Err(e.into()),
+            },
+        };
+        (night_boots(cfg, &dir)?, summary)
+    };
+    db.record(SeriesEvent::SecondLookMeasured {
+        night: n,
+        boots,
+        summary: summary.clone(),
+    })?;
+    out.say(format!("night {n}: second look: {summary}"));
+    Ok(())
 }
 
 /// Why a night's head cannot be measured (it does not build, or its boots fail), read from
