@@ -645,6 +645,12 @@ fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
             firstbad::watch::detect::after_night(&cfg, &mut db, &mut out).unwrap();
             if let Some(c) = db.state.changes.first() {
                 assert!(c.regression && (5..=7).contains(&c.night), "{c:?}");
+                let status = firstbad::watch::cli::status(&cfg, &db.state);
+                assert_eq!(
+                    status.matches("with a second look").count(),
+                    asked.len(),
+                    "{status}"
+                );
                 return (night, asked);
             }
         }

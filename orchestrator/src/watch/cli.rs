@@ -137,6 +137,11 @@ fn status_text(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
             (None, Some(why)) => format!("failed: {}", one_line(why)),
             (None, None) => "running".into(),
         };
+        let what = match n.second_look {
+            super::db::SecondLook::None => what,
+            super::db::SecondLook::Started => format!("{what}; second look running"),
+            super::db::SecondLook::Measured => format!("{what}, with a second look"),
+        };
         let _ = writeln!(
             o,
             "night {:>3}: {} vs {}: {what}",
