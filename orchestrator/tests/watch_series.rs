@@ -60,6 +60,32 @@ fn open_db(cfg: &SeriesConfig, path: &std::path::Path) -> firstbad::watch::db::S
     .unwrap()
 }
 
+/// Commit `i` of a written series: 0 is its reference, `n` the head of night `n`.
+fn commit(i: usize) -> String {
+    format!("{i:x}{:039x}", 0)
+}
+
+/// Sets the series' reference to commit 0, as its first cycle does.
+fn set_reference(db: &mut firstbad::watch::db::SeriesDb) {
+    db.record(firstbad::watch::db::SeriesEvent::Reference {
+        commit: commit(0),
+        why: "first".into(),
+    })
+    .unwrap();
+}
+
+/// Starts night `night`, its head commit `night` against the reference: the head.
+fn start_night(db: &mut firstbad::watch::db::SeriesDb, night: u32) -> String {
+    let head = commit(night as usize);
+    db.record(firstbad::watch::db::SeriesEvent::NightStarted {
+        night,
+        head: head.clone(),
+        reference: commit(0),
+    })
+    .unwrap();
+    head
+}
+
 #[test]
 fn a_bad_series_file_names_the_file_the_field_and_the_fix() {
     let dir = tempfile::tempdir().unwrap();
@@ -263,7 +289,6 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
     );
     let cfg = SeriesConfig::load(&path).unwrap();
     let mut db = open_db(&cfg, &path);
-    let id = |i: usize| format!("{i:x}{:039x}", 0);
     let boot = |commit: &str, v: f64| SeriesBoot {
         commit: commit.into(),
         at_ms: 0,
@@ -273,19 +298,9 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
         metrics: [("writer_mb_s".to_owned(), 100.0 / v)].into(),
         failed: None,
     };
-    db.record(SeriesEvent::Reference {
-        commit: id(0),
-        why: "first".into(),
-    })
-    .unwrap();
+    set_reference(&mut db);
     for night in 1..=8u32 {
-        let head = id(night as usize);
-        db.record(SeriesEvent::NightStarted {
-            night,
-            head: head.clone(),
-            reference: id(0),
-        })
-        .unwrap();
+        let head = start_night(&mut db, night);
         if night == 3 {
             db.record(SeriesEvent::NightFailed {
                 night,
@@ -298,7 +313,7 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
         let boots = (0..4)
             .flat_map(|k| {
                 [
-                    boot(&id(0), 2.5 + k as f64 * 0.1),
+                    boot(&commit(0), 2.5 + k as f64 * 0.1),
                     boot(&head, level + k as f64 * 0.1),
                 ]
             })
@@ -313,8 +328,8 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
     db.record(SeriesEvent::ChangeFound {
         id: 1,
         night: 5,
-        good: id(4),
-        bad: id(5),
+        good: commit(4),
+        bad: commit(5),
         effect: 3.0,
         regression: true,
         metric: String::new(),
@@ -324,7 +339,7 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
     db.record(SeriesEvent::HuntEnded {
         id: 1,
         outcome: RegressionState::Found {
-            culprit: id(5),
+            culprit: commit(5),
             confirmed: true,
             probability: Some(0.97),
         },
@@ -388,7 +403,7 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
     assert_eq!(json["nights"].as_array().unwrap().len(), 8);
     assert_eq!(json["nights"][2]["state"], "failed");
     assert_eq!(json["nights"][0]["boots"].as_array().unwrap().len(), 8);
-    assert_eq!(json["changes"][0]["culprit"], id(5));
+    assert_eq!(json["changes"][0]["culprit"], commit(5));
 }
 
 // Issue 21 item 3: an ignore list, so that a known change stops alerting.
@@ -438,7 +453,6 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
     let cfg = SeriesConfig::load(&path).unwrap();
     assert_eq!(cfg.metrics.len(), 2);
     let mut db = open_db(&cfg, &path);
-    let id = |i: usize| format!("{i:x}{:039x}", 0);
     let boot = |commit: &str, p50: f64, mb_s: f64| SeriesBoot {
         commit: commit.into(),
         at_ms: 0,
@@ -452,20 +466,10 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
         .into(),
         failed: None,
     };
-    db.record(SeriesEvent::Reference {
-        commit: id(0),
-        why: "first".into(),
-    })
-    .unwrap();
+    set_reference(&mut db);
     let mut out = firstbad::watch::Cycle::default();
     for night in 1..=6u32 {
-        let head = id(night as usize);
-        db.record(SeriesEvent::NightStarted {
-            night,
-            head: head.clone(),
-            reference: id(0),
-        })
-        .unwrap();
+        let head = start_night(&mut db, night);
         // From night 4 the head's fsync p50 is 30% slower and its writer 70% slower.
         let (p50, mb_s) = if night >= 4 {
             (13.0, 30.0)
@@ -476,7 +480,7 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
         let boots = (0..4)
             .flat_map(|k| {
                 [
-                    boot(&id(0), 10.0 * wiggle(k), 100.0 * wiggle(3 - k)),
+                    boot(&commit(0), 10.0 * wiggle(k), 100.0 * wiggle(3 - k)),
                     boot(&head, p50 * wiggle(3 - k), mb_s * wiggle(k)),
                 ]
             })
@@ -555,7 +559,6 @@ fn watch_status_prints_no_control_character_of_a_nights_failure() {
 #[test]
 fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
     use firstbad::watch::db::{SecondLook, SeriesBoot, SeriesEvent};
-    let id = |i: usize| format!("{i:x}{:039x}", 0);
     let boot = |commit: &str, p50: f64| SeriesBoot {
         commit: commit.into(),
         at_ms: 0,
@@ -571,7 +574,7 @@ fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
         (0..4)
             .flat_map(|k| {
                 [
-                    boot(&id(0), 10.0 * (1.0 + noise[(k0 + k) % 8])),
+                    boot(&commit(0), 10.0 * (1.0 + noise[(k0 + k) % 8])),
                     boot(head, 10.0 * level * (1.0 + noise[(k0 + k + 3) % 8])),
                 ]
             })
@@ -588,21 +591,11 @@ fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
         let path = series_file(dir.path(), &series, "");
         let cfg = SeriesConfig::load(&path).unwrap();
         let mut db = open_db(&cfg, &path);
-        db.record(SeriesEvent::Reference {
-            commit: id(0),
-            why: "first".into(),
-        })
-        .unwrap();
+        set_reference(&mut db);
         let mut out = firstbad::watch::Cycle::default();
         let mut asked = Vec::new();
         for night in 1..=30u32 {
-            let head = id(night as usize);
-            db.record(SeriesEvent::NightStarted {
-                night,
-                head: head.clone(),
-                reference: id(0),
-            })
-            .unwrap();
+            let head = start_night(&mut db, night);
             let level = if night >= 6 { 1.08 } else { 1.0 };
             db.record(SeriesEvent::NightMeasured {
                 night,
