@@ -621,6 +621,8 @@ fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
                     db.state.nights.last().unwrap().second_look,
                     SecondLook::Started
                 );
+                // A cycle killed here finishes this night before it fetches a new head.
+                assert_eq!(db.state.unjudged_night().map(|n| n.night), Some(night));
                 db.record(SeriesEvent::SecondLookMeasured {
                     night,
                     boots: night_of(&head, level, night as usize + 4),
@@ -636,6 +638,7 @@ fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
                 );
             }
             firstbad::watch::detect::after_night(&cfg, &mut db, &mut out).unwrap();
+            assert!(db.state.unjudged_night().is_none());
             if let Some(c) = db.state.changes.first() {
                 assert!(c.regression && (5..=7).contains(&c.night), "{c:?}");
                 let status = firstbad::watch::cli::status(&cfg, &db.state);

@@ -390,6 +390,14 @@ impl SeriesState {
         self.nights.last().filter(|n| !n.ended())
     }
 
+    /// The newest night, when it was measured and not judged yet: a cycle stopped between the
+    /// two (in its second look, or before it) left it.
+    pub fn unjudged_night(&self) -> Option<&Night> {
+        self.nights
+            .last()
+            .filter(|n| n.boots.is_some() && !self.judged.contains(&n.night))
+    }
+
     /// Nights whose heads failed in a row, up to the newest.
     pub fn failed_in_a_row(&self) -> u32 {
         self.nights

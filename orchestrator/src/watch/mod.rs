@@ -122,6 +122,9 @@ pub async fn cycle(cfg: &SeriesConfig) -> Result<Cycle, WatchError> {
             ));
             run_night(cfg, &mut db, &night, &mut out).await?;
         }
+        // A cycle killed after its night's boots and before its judgement (in the second look,
+        // or before it) finishes that night first: a new head would leave it unjudged.
+        None if db.state.unjudged_night().is_some() => {}
         None => new_night(cfg, &mut db, &mut out).await?,
     }
     second_look(cfg, &mut db, &mut out).await?;
