@@ -46,6 +46,15 @@ pub fn same(state: &HuntState, commit: &str, other: &str) -> bool {
     identity(state, commit).is_some_and(|id| identity(state, other) == Some(id))
 }
 
+/// What became of the boots of `commit`, a kernel another commit built: "not booted", or
+/// "its N boot(s) not needed" when some were booted before its twin was known.
+pub fn not_booted(state: &HuntState, commit: &str) -> String {
+    match state.boots.get(commit).map_or(0, Vec::len) {
+        0 => "not booted".to_owned(),
+        own => format!("its {own} boot(s) not needed"),
+    }
+}
+
 /// The verdict `commit` takes from a commit with its kernel: an endpoint's (`goods`, `bad`)
 /// or one already given, the first in `others`' order; `None` when none has one.
 pub fn verdict(
@@ -54,12 +63,7 @@ pub fn verdict(
     goods: &[String],
     bad: &str,
 ) -> Option<(Verdict, String)> {
-    let own = state.boots.get(commit).map_or(0, Vec::len);
-    let not_booted = if own == 0 {
-        "not booted".to_owned()
-    } else {
-        format!("its {own} boot(s) not needed")
-    };
+    let not_booted = not_booted(state, commit);
     others(state, commit).into_iter().find_map(|o| {
         let (verdict, whose) = if o == bad {
             (Verdict::Bad, format!("the bad endpoint {}", short(o)))

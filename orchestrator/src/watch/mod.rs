@@ -224,35 +224,51 @@ async fn run_night(
     out: &mut Cycle,
 ) -> Result<(), WatchError> {
     let dir = night_dir(&cfg.state_dir, night.night);
-    let hunt_cfg = cfg.hunt_between(&night.reference, &night.head, &dir);
-    match hunt::measure_pair(&hunt_cfg, &dir, cfg.boots).await {
-        Ok(outcome) => {
-            let summary = match outcome.end {
-                HuntEnd::Measured { summary } => summary,
-                other => format!("{other:?}"),
-            };
-            let boots = night_boots(cfg, &dir)?;
+    match measure(cfg, night, &dir, cfg.boots).await? {
+        Ok((boots, summary)) => {
             db.record(SeriesEvent::NightMeasured {
                 night: night.night,
                 boots,
                 summary: summary.clone(),
             })?;
             out.say(format!("night {}: {summary}", night.night));
-            Ok(())
         }
-        Err(e) => match head_failure(cfg, &dir, &night.head)? {
-            Some(reason) => {
-                db.record(SeriesEvent::NightFailed {
-                    night: night.night,
-                    reason: reason.clone(),
-                })?;
-                out.say(format!(
-                    "night {}: the head {} {reason}; the next head is tested on the next night",
-                    night.night,
-                    short(&night.head)
-                ));
-                Ok(())
-            }
+        Err(reason) => {
+            db.record(SeriesEvent::NightFailed {
+                night: night.night,
+                reason: reason.clone(),
+            })?;
+            out.say(format!(
+                "night {}: the head {} {reason}; the next head is tested on the next night",
+                night.night,
+                short(&night.head)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Boots `night`'s head and reference `boots` times each, interleaved, in `dir`'s journal
+/// (resuming it): every boot of the journal and the medians' summary, or why the head cannot
+/// be measured ([`head_failure`]). Any other stop (the reference, a host) is an error, which
+/// the next cycle resumes.
+async fn measure(
+    cfg: &SeriesConfig,
+    night: &Night,
+    dir: &Path,
+    boots: usize,
+) -> Result<Result<(Vec<SeriesBoot>, String), String>, WatchError> {
+    let hunt_cfg = cfg.hunt_between(&night.reference, &night.head, dir);
+    match hunt::measure_pair(&hunt_cfg, dir, boots).await {
+        Ok(outcome) => {
+            let summary = match outcome.end {
+                HuntEnd::Measured { summary } => summary,
+                other => format!("{other:?}"),
+            };
+            Ok(Ok((night_boots(cfg, dir)?, summary)))
+        }
+        Err(e) => match head_failure(cfg, dir, &night.head)? {
+            Some(reason) => Ok(Err(reason)),
             None => Err(e.into()),
         },
     }
@@ -305,18 +321,14 @@ async fn second_look(
             "second looks were turned off before it ended".to_owned(),
         )
     } else {
-        let hunt_cfg = cfg.hunt_between(&night.reference, &night.head, &dir);
-        let summary = match hunt::measure_pair(&hunt_cfg, &dir, cfg.second_look).await {
-            Ok(outcome) => match outcome.end {
-                HuntEnd::Measured { summary } => summary,
-                other => format!("{other:?}"),
-            },
-            Err(e) => match head_failure(cfg, &dir, &night.head)? {
-                Some(reason) => format!("ended early: the head {reason}"),
-                None => return Err(e.into()),
-            },
-        };
-        (night_boots(cfg, &dir)?, summary)
+        match measure(cfg, &night, &dir, cfg.second_look).await? {
+            Ok(measured) => measured,
+            // What it measured before the head failed is kept.
+            Err(reason) => (
+                night_boots(cfg, &dir)?,
+                format!("ended early: the head {reason}"),
+            ),
+        }
     };
     db.record(SeriesEvent::SecondLookMeasured {
         night: n,

@@ -150,12 +150,7 @@ fn an_endpoint_s_kernel(
     } else {
         return None;
     };
-    let boots = state.boots.get(revert).map_or(0, Vec::len);
-    let not_booted = if boots == 0 {
-        "not booted".to_owned()
-    } else {
-        format!("its {boots} boot(s) not needed")
-    };
+    let not_booted = same_kernel::not_booted(state, revert);
     Some(Decision::Record(Event::Reverted {
         commit: commit.to_owned(),
         revert: Some(revert.to_owned()),
