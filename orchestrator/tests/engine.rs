@@ -45,9 +45,9 @@ const REVERTS: usize = 1000;
 
 /// The reverter of the plan's: every revert applies (a fake of `build::revert`, which
 /// tests/e2e.rs runs on the real tree).
-fn fake_revert(culprit: &str, _onto: &str) -> RevertMade {
+fn fake_revert(culprits: &[String], _onto: &str) -> RevertMade {
     RevertMade::Applied {
-        revert: id(REVERTS + index(culprit)),
+        revert: id(REVERTS + index(&culprits[0])),
     }
 }
 
@@ -263,6 +263,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         seed: 42,
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
         revert: Some(Box::new(fake_revert)),
+        reverting: None,
         kind: HuntKind::Measured,
         stop_at_baselines: false,
         pairs: None,
@@ -279,7 +280,7 @@ struct Bench {
     classify: ClassifyConfig,
     build_ahead: bool,
     forecast: Forecasting,
-    revert: fn(&str, &str) -> RevertMade,
+    revert: fn(&[String], &str) -> RevertMade,
 }
 
 impl Bench {

@@ -862,10 +862,53 @@ fn a_regression_in_two_steps_gives_both_culprits_in_one_run_across_a_kill_9() {
         "{ids:?}"
     );
     let md = firstbad(&["report", &h, "--format", "markdown"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("# Step 2: the part of the regression"), "{md}");
+    // Issue 34, "each alone and all together": both culprits reverted together on top of
+    // bad (c28 first, then c12: VALUE back to 100) recover all of the regression, read with
+    // the first stage's baselines in a stage of their own; c12 alone does not apply on top of
+    // bad (c28 rewrote its line), and says so.
     assert!(
-        String::from_utf8_lossy(&md.stdout).contains("# Step 2: the part of the regression"),
-        "{md:?}"
+        out.contains("reverted together on top: revert of "),
+        "{out}{err}"
     );
+    assert_eq!(json["reverted_together"]["recovers"], "all", "{json}");
+    let together: Vec<&str> = std::iter::once(&json["reverted_together"]["culprit"])
+        .chain(json["reverted_together"]["with"].as_array().unwrap())
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(together.len(), 2, "{json}");
+    assert!(
+        together.contains(&r.ids[12].as_str()) && together.contains(&r.ids[28].as_str()),
+        "{together:?}"
+    );
+    let boots = stage_events(firstbad::hunt::steps::TOGETHER)
+        .iter()
+        .filter(|e| matches!(e, Event::BootFinished { .. }))
+        .count();
+    assert!(
+        (3..=30).contains(&boots),
+        "the revert's rounds: {boots} runs"
+    );
+    assert!(
+        stage_events(firstbad::hunt::steps::TOGETHER)
+            .iter()
+            .all(|e| !matches!(e, Event::BaselinesConfirmed { .. })),
+        "the together stage measured baselines of its own"
+    );
+    assert!(md.contains("# The culprits reverted together"), "{md}");
+    assert!(
+        status.contains("the culprits reverted together:"),
+        "{status}"
+    );
+    let alone = [&json["revert"], &json["further_steps"][0]["revert"]];
+    let c12 = alone
+        .iter()
+        .find(|v| v["culprit"] == r.ids[12].as_str())
+        .expect("c12 reverted alone");
+    if c12["onto"] == r.ids[39].as_str() {
+        assert_eq!(c12["conflicts"], serde_json::json!(["VALUE"]), "{c12}");
+    }
     // An ended run answers from its journal, both steps, and runs nothing.
     let events = stage_events("step-2").len();
     let (code, again, _) = run(&hunt);

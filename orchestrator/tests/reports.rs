@@ -349,6 +349,7 @@ fn fixture() -> Fixture {
         panic!("the fixture's revert applies: {made:?}")
     };
     j.append(&Event::RevertStarted {
+        with: Vec::new(),
         commit: ids[CULPRIT].clone(),
         onto: bad.clone(),
         made,
@@ -358,6 +359,7 @@ fn fixture() -> Fixture {
     boot(&j, &revert, 1, false);
     boot(&j, &revert, 2, false);
     j.append(&Event::Reverted {
+        with: Vec::new(),
         commit: ids[CULPRIT].clone(),
         revert: Some(revert.clone()),
         level: Some(firstbad::posterior::Level {

@@ -42,7 +42,27 @@ const EMAIL: &str = "firstbad@localhost";
 /// Reverts `culprit` on top of `onto` in the repository at `repo`, as
 /// `git revert --no-commit` would in a checkout of `onto`.
 pub fn revert_on_top(repo: &Path, culprit: &str, onto: &str) -> RevertMade {
-    match try_revert(repo, culprit, onto) {
+    revert_all_on_top(repo, &[culprit], onto)
+}
+
+/// The reverter of a hunt over the repository at `repo`: the culprits it is given reverted
+/// together on top of a commit ([`revert_all_on_top`]).
+pub fn reverter(repo: &Path) -> impl Fn(&[String], &str) -> RevertMade + Send {
+    let repo = repo.to_owned();
+    move |culprits, onto| {
+        let culprits: Vec<&str> = culprits.iter().map(String::as_str).collect();
+        revert_all_on_top(&repo, &culprits, onto)
+    }
+}
+
+/// Reverts every one of `culprits` on top of `onto`, newest first (a culprit that descends
+/// from another is reverted before it, as `git revert` of a range does), each a commit of its
+/// own on the last: the last is the revert of them all. What the issue of several culprits asks
+/// of them together; one culprit is [`revert_on_top`]. A revert that conflicts names its files;
+/// one that changes nothing is passed over, and all of them changing nothing is
+/// [`RevertMade::Empty`].
+pub fn revert_all_on_top(repo: &Path, culprits: &[&str], onto: &str) -> RevertMade {
+    match try_revert(repo, culprits, onto) {
         Ok(made) => made,
         Err(e) => RevertMade::Failed {
             error: e.message().to_owned(),
@@ -50,41 +70,64 @@ pub fn revert_on_top(repo: &Path, culprit: &str, onto: &str) -> RevertMade {
     }
 }
 
-fn try_revert(repo: &Path, culprit: &str, onto: &str) -> Result<RevertMade, git2::Error> {
+fn try_revert(repo: &Path, culprits: &[&str], onto: &str) -> Result<RevertMade, git2::Error> {
     let repo = git2::Repository::open(repo)?;
-    let culprit = repo.find_commit(git2::Oid::from_str(culprit)?)?;
     let onto = repo.find_commit(git2::Oid::from_str(onto)?)?;
-    // A merge is reverted against its first parent, the line a first-parent hunt walks.
-    let mainline = if culprit.parent_count() > 1 { 1 } else { 0 };
-    let mut index = repo.revert_commit(&culprit, &onto, mainline, None)?;
-    if index.has_conflicts() {
-        let mut files: Vec<String> = index
-            .conflicts()?
-            .filter_map(|c| c.ok())
-            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-            .collect();
-        files.sort();
-        files.dedup();
-        return Ok(RevertMade::Conflicts { files });
-    }
-    let tree = repo.find_tree(index.write_tree_to(&repo)?)?;
-    if tree.id() == onto.tree_id() {
-        return Ok(RevertMade::Empty);
+    let mut culprits = culprits
+        .iter()
+        .map(|c| repo.find_commit(git2::Oid::from_str(c)?))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Newest first: a descendant before its ancestor (their order otherwise as given).
+    let mut i = 0;
+    while i < culprits.len() {
+        let later = (i + 1..culprits.len())
+            .find(|&j| repo.graph_descendant_of(culprits[j].id(), culprits[i].id()) == Ok(true));
+        match later {
+            Some(j) => {
+                let c = culprits.remove(j);
+                culprits.insert(i, c);
+            }
+            None => i += 1,
+        }
     }
     let when = onto.committer().when();
     let sig = git2::Signature::new(NAME, EMAIL, &when)?;
-    let subject = culprit.summary().unwrap_or("");
-    let message = format!(
-        "Revert \"{subject}\"\n\nThis reverts commit {}.\n\nMade by firstbad on top of {} to \
-         measure how much of the regression reverting it recovers.\n",
-        culprit.id(),
-        onto.id()
-    );
-    // No ref is updated: the commit lives in the object store, where the builder finds it.
-    let id = repo.commit(None, &sig, &sig, &message, &tree, &[&onto])?;
+    let mut top = onto.clone();
+    for culprit in &culprits {
+        // A merge is reverted against its first parent, the line a first-parent hunt walks.
+        let mainline = if culprit.parent_count() > 1 { 1 } else { 0 };
+        let mut index = repo.revert_commit(culprit, &top, mainline, None)?;
+        if index.has_conflicts() {
+            let mut files: Vec<String> = index
+                .conflicts()?
+                .filter_map(|c| c.ok())
+                .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                .collect();
+            files.sort();
+            files.dedup();
+            return Ok(RevertMade::Conflicts { files });
+        }
+        let tree = repo.find_tree(index.write_tree_to(&repo)?)?;
+        if tree.id() == top.tree_id() {
+            continue;
+        }
+        let subject = culprit.summary().unwrap_or("");
+        let message = format!(
+            "Revert \"{subject}\"\n\nThis reverts commit {}.\n\nMade by firstbad on top of {} to \
+             measure how much of the regression reverting it recovers.\n",
+            culprit.id(),
+            onto.id()
+        );
+        // No ref is updated: the commit lives in the object store, where the builder finds it.
+        let id = repo.commit(None, &sig, &sig, &message, &tree, &[&top])?;
+        top = repo.find_commit(id)?;
+    }
+    if top.id() == onto.id() {
+        return Ok(RevertMade::Empty);
+    }
     Ok(RevertMade::Applied {
-        revert: id.to_string(),
+        revert: top.id().to_string(),
     })
 }
 
@@ -182,6 +225,55 @@ mod tests {
             "the checkout is clean"
         );
         assert_eq!(revert_on_top(dir.path(), &ids[1], &ids[2]), made);
+    }
+
+    /// Two culprits reverted together on top of a later commit: one commit whose tree has
+    /// both changes undone and the later one kept, the same whatever order they are named in,
+    /// its parents the revert of the newer and then `onto`.
+    #[test]
+    fn several_culprits_revert_newest_first_into_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = history(
+            dir.path(),
+            &[
+                &[("a", "1\n"), ("b", "x\n"), ("c", "p\n")],
+                &[("a", "2\n")],
+                &[("b", "y\n")],
+                &[("c", "q\n")],
+            ],
+        );
+        let made = revert_all_on_top(dir.path(), &[&ids[1], &ids[2]], &ids[3]);
+        assert_eq!(
+            revert_all_on_top(dir.path(), &[&ids[2], &ids[1]], &ids[3]),
+            made
+        );
+        let RevertMade::Applied { revert } = &made else {
+            panic!("{made:?}")
+        };
+        let repo = git2::Repository::open(dir.path()).unwrap();
+        let top = repo
+            .find_commit(git2::Oid::from_str(revert).unwrap())
+            .unwrap();
+        let tree = top.tree().unwrap();
+        let blob = |name: &str| {
+            let b = repo.find_blob(tree.get_name(name).unwrap().id()).unwrap();
+            String::from_utf8(b.content().to_vec()).unwrap()
+        };
+        assert_eq!(
+            (blob("a"), blob("b"), blob("c")),
+            ("1\n".into(), "x\n".into(), "q\n".into())
+        );
+        let first = top.parent(0).unwrap();
+        assert!(
+            first.message().unwrap().contains(&ids[2]),
+            "the newer first"
+        );
+        assert_eq!(first.parent_id(0).unwrap().to_string(), ids[3]);
+        // One of them alone is the single revert.
+        assert_eq!(
+            revert_all_on_top(dir.path(), &[&ids[1]], &ids[3]),
+            revert_on_top(dir.path(), &ids[1], &ids[3])
+        );
     }
 
     /// A later commit that rewrote the culprit's lines: a conflict, named by its file; a later

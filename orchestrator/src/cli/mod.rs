@@ -377,13 +377,15 @@ fn step_stages(state_dir: &Path) -> anyhow::Result<Vec<StepStage>> {
     Ok(out)
 }
 
-/// Whether the run whose first stage is `first` (identity and state) and whose further steps
-/// are `steps` has hunted every part of its regression, up to `max_culprits`: its last step
-/// has ended, and left nothing more to hunt.
+/// Whether the run of `file` whose first stage is `first` (identity and state) and whose
+/// further steps are `steps` has hunted every part of its regression, up to `max_culprits`
+/// (its last step has ended, and left nothing more to hunt), and has measured its culprits
+/// reverted together when it confirmed two or more (`together`, that stage's state).
 fn run_ended(
+    file: &HuntFile,
     first: (&firstbad::journal::HuntIdentity, &HuntState),
     steps: &[StepStage],
-    max_culprits: u32,
+    together: Option<&HuntState>,
 ) -> bool {
     let rest = |id: &firstbad::journal::HuntIdentity, s: &HuntState, span| {
         s.end.clone().map(|end| {
@@ -393,12 +395,26 @@ fn run_ended(
     let Some(first_rest) = rest(first.0, first.1, hunt::steps::WHOLE) else {
         return false;
     };
-    hunt::steps::Steps::new(max_culprits as usize, first_rest).all_hunted(|n, part| {
-        steps
-            .iter()
-            .find(|(k, ..)| *k == n)
-            .and_then(|(_, id, _, s)| rest(id, s, part.span))
-    })
+    let hunted =
+        hunt::steps::Steps::new(file.max_culprits() as usize, first_rest).all_hunted(|n, part| {
+            steps
+                .iter()
+                .find(|(k, ..)| *k == n)
+                .and_then(|(_, id, _, s)| rest(id, s, part.span))
+        });
+    let confirmed = std::iter::once(first.1)
+        .chain(steps.iter().map(|(.., s)| s))
+        .filter(|s| {
+            matches!(s.end, Some(firstbad::journal::HuntEnd::Found { .. }))
+                && s.confirmation.as_ref().is_some_and(|c| c.confirmed)
+        })
+        .count();
+    let reverts = match file {
+        HuntFile::Kernel(c) => c.classify.revert && c.build.prebuilt().is_none(),
+        HuntFile::Local(c) => c.test.measure.as_ref().is_some_and(|m| m.classify.revert),
+    };
+    let together_done = together.is_some_and(|s| s.end.is_some());
+    hunted && (confirmed < 2 || !reverts || together_done)
 }
 
 /// Writes a report to `output`, or prints it.

@@ -73,6 +73,8 @@ fn with_steps(
     if steps.is_empty() {
         return Ok(text);
     }
+    let together = open_state(state_dir, hunt::steps::TOGETHER)?
+        .and_then(|(id, state)| report::together(&state, &id.bad));
     let mut text = text;
     match format {
         Some(Format::Markdown) => {
@@ -82,6 +84,12 @@ fn with_steps(
                     hunt::short(&id.good),
                     hunt::short(&id.bad),
                     render(ctx, repo, id, state, format)
+                );
+            }
+            if let Some(r) = &together {
+                text += &format!(
+                    "\n# The culprits reverted together\n\n- recovers: {}\n- {}\n",
+                    r.recovers, r.summary
                 );
             }
         }
@@ -94,6 +102,9 @@ fn with_steps(
                 })
                 .collect::<Result<Vec<serde_json::Value>, _>>()?;
             whole["further_steps"] = serde_json::Value::Array(further);
+            if let Some(r) = &together {
+                whole["reverted_together"] = serde_json::to_value(r)?;
+            }
             text = serde_json::to_string_pretty(&whole)? + "\n";
         }
         None => {}

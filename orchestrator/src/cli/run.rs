@@ -243,6 +243,9 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
             short(&part.bad)
         );
     }
+    if let Some(r) = &outcome.together {
+        println!("reverted together on top: {}", r.summary);
+    }
 }
 
 /// What a chained hunt's prebuilt stage found, once its source stage has begun: "first bad

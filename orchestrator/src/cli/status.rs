@@ -67,11 +67,23 @@ pub(super) fn run(hunt: &Path, follow: bool, interval: u64) -> anyhow::Result<u8
                     );
                     print!("{}", render(&file, sid, entries, now));
                 }
+                // The culprits of several steps reverted together, once begun.
+                let j = Journal::open_read_only(&path)?.stage(hunt::steps::TOGETHER);
+                let together = match j.identity()? {
+                    Some(tid) => {
+                        let entries = j.events()?;
+                        println!("\nthe culprits reverted together:");
+                        print!("{}", render(&file, &tid, &entries, now));
+                        Some(HuntState::replay(&entries))
+                    }
+                    None => None,
+                };
                 // Followed until the last part of the regression is hunted.
                 run_ended(
+                    &file,
                     (&id, &HuntState::replay(&entries)),
                     &steps,
-                    file.max_culprits(),
+                    together.as_ref(),
                 )
             }
         };

@@ -535,8 +535,14 @@ fn say(event: &Event, state: &HuntState) {
             ..
         } => tracing::info!("culprit confirmed: {summary}"),
         Event::Confirmation { summary, .. } => tracing::warn!("culprit NOT confirmed: {summary}"),
-        Event::RevertStarted { commit, onto, made } => {
-            let said = made.describe(short(commit), short(onto));
+        Event::RevertStarted {
+            commit,
+            with,
+            onto,
+            made,
+        } => {
+            let culprits: Vec<String> = std::iter::once(commit).chain(with).cloned().collect();
+            let said = made.describe(&crate::hunt::shorts(&culprits), short(onto));
             match made {
                 crate::build::revert::RevertMade::Applied { .. } => {
                     tracing::info!("reverting on top: {said}; booting it beside good and bad")

@@ -127,6 +127,7 @@ pub async fn run_source(source: &HuntConfig, restore: &[String]) -> Result<Outco
         replay: None,
         restore,
         carried: &[],
+        reverting: None,
     };
     engine(source, range, &[], run).await
 }

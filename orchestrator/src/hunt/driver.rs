@@ -25,10 +25,10 @@ pub struct Slot {
 /// A commit's first parent, from the history.
 pub type FirstParent = Box<dyn Fn(&str) -> Option<String> + Send>;
 
-/// Reverts a culprit (the first argument) on top of a commit (the second) and says what git
-/// made of it: a commit of its own in the repository's object store, or why there is none
-/// ([`crate::build::revert`]). The same two commits make the same revert.
-pub type Reverter = Box<dyn Fn(&str, &str) -> crate::build::revert::RevertMade + Send>;
+/// Reverts culprits (the first argument: one, or several together) on top of a commit (the
+/// second) and says what git made of it: a commit of its own in the repository's object store,
+/// or why there is none ([`crate::build::revert`]). The same commits make the same revert.
+pub type Reverter = Box<dyn Fn(&[String], &str) -> crate::build::revert::RevertMade + Send>;
 
 /// What does not change while a hunt runs.
 pub struct Plan {
@@ -55,6 +55,10 @@ pub struct Plan {
     /// ([`phases::revert`]); none where nothing can build a revert (a command or prebuilt
     /// hunt, the simulator).
     pub revert: Option<Reverter>,
+    /// A revert stage of a regression of several steps ([`super::steps::TOGETHER`]): these
+    /// culprits reverted together on top of bad and booted in rounds beside good and bad,
+    /// read with the first stage's judge ([`Driver::judged`]), and nothing else.
+    pub reverting: Option<Vec<String>>,
     /// How a commit is judged.
     pub kind: HuntKind,
     /// `firstbad reproduce`: end once the endpoints' baselines confirm the regression
@@ -247,6 +251,14 @@ impl Driver {
         })
     }
 
+    /// A driver for `plan` that judges with `judge` from the start (a revert stage reads its
+    /// rounds with the first stage's baselines, which it does not measure again).
+    pub fn judged(plan: Plan, judge: Judge) -> Result<Driver, String> {
+        let mut d = Driver::new(plan)?;
+        d.judge = Some(judge);
+        Ok(d)
+    }
+
     /// The bisection as the state's verdicts leave it.
     pub fn bisection(&self) -> &Bisection {
         &self.bisection
@@ -336,6 +348,20 @@ impl Driver {
             }
             None => return phases::baselines::next(self, state),
         };
+        if self.plan.reverting.is_some() {
+            return match phases::revert::next(self, state, &judge) {
+                Some(d) => d,
+                None => {
+                    let summary = state.reverted.as_ref().map(|r| r.summary.clone());
+                    self.finish(
+                        state,
+                        HuntEnd::Measured {
+                            summary: summary.unwrap_or_default(),
+                        },
+                    )
+                }
+            };
+        }
         if self.plan.stop_at_baselines {
             let summary = state.baselines.clone().unwrap_or_default();
             return self.finish(state, HuntEnd::Reproduced { summary });

@@ -4,7 +4,7 @@
 //! `firstbad reproduce`, and `firstbad try`.
 
 use super::driver::{self, hunt_seed, Driver, Forecasting, HuntKind, Plan, Slot};
-use super::judge::Settings;
+use super::judge::{Judge, Settings};
 use super::meaning::{meaning, tuning};
 use super::prelude::{self, record, HuntRange};
 use super::{
@@ -51,6 +51,7 @@ pub async fn run_with(
         replay,
         restore,
         carried: &[],
+        reverting: None,
     };
     let first = engine(cfg, range, &kernels, run).await?;
     if cfg.build.prebuilt().is_none() {
@@ -105,6 +106,7 @@ async fn further_steps(
             replay: None,
             restore,
             carried: &retired,
+            reverting: None,
         };
         let outcome = engine(cfg, range, &[], run).await?;
         for r in &outcome.retired {
@@ -114,7 +116,48 @@ async fn further_steps(
         }
         first.add_step(&mut plan, n, part, outcome);
     }
-    Ok(first.end_steps(plan))
+    let mut first = first.end_steps(plan);
+    first.together = revert_together(cfg, &first, restore, &retired).await?;
+    Ok(first)
+}
+
+/// When the run confirmed two culprits or more, all of them reverted together on top of bad
+/// and booted in rounds beside good and bad, in the journal's [`steps::TOGETHER`] stage and
+/// read with the first stage's baselines: what the culprits found recover of the regression
+/// between them. `None` when there are fewer, the revert is off, or nothing can revert (a
+/// prebuilt hunt).
+async fn revert_together(
+    cfg: &HuntConfig,
+    first: &Outcome,
+    restore: &[String],
+    retired: &[(String, String)],
+) -> Result<Option<crate::hunt::Reverted>, HuntError> {
+    let culprits = first.confirmed_culprits();
+    if culprits.len() < 2 || !cfg.classify.revert || cfg.build.prebuilt().is_some() {
+        return Ok(None);
+    }
+    let Some(judge) = steps::first_judge(&cfg.state_dir, &settings(cfg))? else {
+        return Ok(None);
+    };
+    tracing::info!(
+        "{} culprits confirmed: reverting them together on top of bad",
+        culprits.len()
+    );
+    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let run = Run {
+        stage: steps::TOGETHER,
+        state_dir: &cfg.state_dir,
+        classify: cfg.classify.clone(),
+        stop_at_baselines: false,
+        pairs: None,
+        budget: None,
+        forecast: Forecasting::Off,
+        replay: None,
+        restore,
+        carried: retired,
+        reverting: Some((culprits, judge)),
+    };
+    Ok(engine(cfg, range, &[], run).await?.reverted)
 }
 
 /// `firstbad watch`'s automatic hunt: [`run`] that stops once it has spent `budget` boots
@@ -133,6 +176,7 @@ pub async fn run_budgeted(cfg: &HuntConfig, budget: usize) -> Result<Outcome, Hu
         replay: None,
         restore: &[],
         carried: &[],
+        reverting: None,
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -176,6 +220,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         replay: None,
         restore: &[],
         carried: &[],
+        reverting: None,
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -204,6 +249,7 @@ pub async fn measure_pair(
         replay: None,
         restore: &[],
         carried: &[],
+        reverting: None,
     };
     engine(cfg, range, &[], run).await
 }
@@ -222,6 +268,9 @@ pub(super) struct Run<'a> {
     pub(super) restore: &'a [String],
     /// Hosts that left the pool in an earlier stage of the run, with why: out of this one too.
     pub(super) carried: &'a [(String, String)],
+    /// A revert stage: these culprits reverted together on top of bad, read with this judge
+    /// (the first stage's, [`steps::first_judge`]).
+    pub(super) reverting: Option<(Vec<String>, Judge)>,
 }
 
 /// Runs the engine on a kernel hunt's `range` to its end.
@@ -242,13 +291,14 @@ pub(super) async fn engine(
         replay,
         restore,
         carried,
+        reverting,
     } = run;
     // The first good is measured as the baseline; the others only bound the range.
     let good = range.goods[0].clone();
     let meaning = meaning(cfg, &classify, &range)?;
     let (_lock, journal, mut state) =
         match prelude::open_hunt(state_dir, stage, &range, meaning, tuning(&classify), replay)? {
-            prelude::Opened::Ended(outcome) => return Ok(outcome),
+            prelude::Opened::Ended(outcome) => return Ok(*outcome),
             prelude::Opened::Run {
                 lock,
                 journal,
@@ -302,7 +352,7 @@ pub(super) async fn engine(
     let mut range = range;
     // A range to bisect (not reproduce's or a night's two kernels): the commits that cannot
     // change the kernel are left out before the first candidate is chosen.
-    let bisects = !stop_at_baselines && range.history.is_some();
+    let bisects = !stop_at_baselines && reverting.is_none() && range.history.is_some();
     if bisects {
         prune::prune_range(cfg, &mut range, &builder, &journal, &mut state).await?;
     }
@@ -340,13 +390,18 @@ pub(super) async fn engine(
         build_ahead: build_ahead(cfg),
         first_parent,
         revert,
+        reverting: reverting.as_ref().map(|(culprits, _)| culprits.clone()),
         kind: HuntKind::Measured,
         stop_at_baselines,
         pairs,
         budget,
         forecast,
     };
-    let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
+    let mut driver = match reverting {
+        Some((_, judge)) => Driver::judged(plan, judge),
+        None => Driver::new(plan),
+    }
+    .map_err(HuntError::BadInput)?;
     let paths = crate::exec::Paths {
         consoles: state_dir.join("consoles"),
     };
@@ -415,10 +470,7 @@ fn reverter(cfg: &HuntConfig, range: &HuntRange) -> Option<driver::Reverter> {
     if range.history.is_none() || cfg.build.prebuilt().is_some() {
         return None;
     }
-    let repo = cfg.repo.clone();
-    Some(Box::new(move |culprit, onto| {
-        crate::build::revert::revert_on_top(&repo, culprit, onto)
-    }))
+    Some(Box::new(crate::build::revert::reverter(&cfg.repo)))
 }
 
 /// The judging settings of a kernel hunt.

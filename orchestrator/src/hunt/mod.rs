@@ -210,6 +210,15 @@ pub fn short(id: &str) -> &str {
     }
 }
 
+/// Candidates as a person reads them: `a`, `a and b`, `a, b and c` ([`short`] ids).
+pub fn shorts(ids: &[String]) -> String {
+    let ids: Vec<&str> = ids.iter().map(|c| short(c)).collect();
+    match ids.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => ids.concat(),
+    }
+}
+
 /// Whether a candidate id is a git commit id (hex digits) rather than a prebuilt kernel's.
 pub fn is_commit_id(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit())
@@ -231,6 +240,9 @@ pub struct Outcome {
     pub steps: Vec<FurtherStep>,
     /// Parts of the regression left unhunted once `classify.max_culprits` steps were.
     pub unexplained: Vec<(steps::Rest, String)>,
+    /// What reverting every confirmed culprit together on top of bad recovers, when the run
+    /// found more than one and measured it ([`steps::TOGETHER`]).
+    pub together: Option<Reverted>,
     /// Hosts that left the pool in this stage and stayed out, with why: a later stage of the
     /// same run keeps them out.
     pub retired: Vec<(String, String)>,
@@ -246,6 +258,7 @@ impl Outcome {
             reverted: None,
             steps: Vec::new(),
             unexplained: Vec::new(),
+            together: None,
             retired: Vec::new(),
         }
     }
@@ -283,6 +296,19 @@ impl Outcome {
             part,
             outcome,
         });
+    }
+
+    /// The confirmed culprits of the run, its own and its further steps', in the order they
+    /// were found: what a revert stage reverts together once there are two or more.
+    pub fn confirmed_culprits(&self) -> Vec<String> {
+        let confirmed = |o: &Outcome| match (&o.end, &o.confirmation) {
+            (HuntEnd::Found { commit }, Some(c)) if c.confirmed => Some(commit.clone()),
+            _ => None,
+        };
+        std::iter::once(self)
+            .chain(self.steps.iter().map(|s| &s.outcome))
+            .filter_map(confirmed)
+            .collect()
     }
 
     /// Every step hunted: the parts past the cap, and the run's exit code ([`steps_code`]).

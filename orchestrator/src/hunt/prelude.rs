@@ -331,7 +331,7 @@ pub enum Opened {
         state: Box<HuntState>,
     },
     /// The hunt had ended; nothing was journalled.
-    Ended(super::Outcome),
+    Ended(Box<super::Outcome>),
 }
 
 /// What every run of a hunt does first, kernel and command hunts alike: take the state
@@ -373,11 +373,11 @@ pub fn open_hunt(
     let mut state = HuntState::replay(&events);
     if let Some(end) = &state.end {
         tracing::info!("this hunt has already ended; `firstbad report` shows it");
-        return Ok(Opened::Ended(super::Outcome {
+        return Ok(Opened::Ended(Box::new(super::Outcome {
             retired: state.retired.clone(),
             reverted: state.reverted.clone(),
             ..super::Outcome::of(end.clone(), state.confirmation.clone())
-        }));
+        })));
     }
     if let Some(step) = state.in_flight() {
         tracing::warn!("the previous run stopped during {step}; redoing that step");

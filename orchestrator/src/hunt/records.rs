@@ -68,10 +68,21 @@ pub struct Confirmation {
 pub struct RevertStart {
     /// The culprit.
     pub commit: String,
+    /// The culprits reverted with it, in a revert stage of several ([`super::steps::TOGETHER`]).
+    pub with: Vec<String>,
     /// What git made of the revert.
     pub made: crate::build::revert::RevertMade,
     /// Boots started before it: those started from here on are its rounds'.
     pub started_before: usize,
+}
+
+impl RevertStart {
+    /// Every culprit reverted: the first, then those with it.
+    pub fn culprits(&self) -> Vec<String> {
+        std::iter::once(self.commit.clone())
+            .chain(self.with.iter().cloned())
+            .collect()
+    }
 }
 
 /// What the revert of the culprit recovers, as journalled.
@@ -79,6 +90,8 @@ pub struct RevertStart {
 pub struct Reverted {
     /// The culprit.
     pub commit: String,
+    /// The culprits reverted with it, in a revert stage of several ([`super::steps::TOGETHER`]).
+    pub with: Vec<String>,
     /// The revert commit, when one was made.
     pub revert: Option<String>,
     /// Where the revert sits between good (0) and bad (1), when measured.

@@ -239,15 +239,19 @@ impl HuntState {
                     levels: *levels,
                 })
             }
-            Event::RevertStarted { commit, made, .. } => {
+            Event::RevertStarted {
+                commit, with, made, ..
+            } => {
                 self.revert = Some(RevertStart {
                     commit: commit.clone(),
+                    with: with.clone(),
                     made: made.clone(),
                     started_before: self.boots_started,
                 })
             }
             Event::Reverted {
                 commit,
+                with,
                 revert,
                 level,
                 recovers,
@@ -255,6 +259,7 @@ impl HuntState {
             } => {
                 self.reverted = Some(Reverted {
                     commit: commit.clone(),
+                    with: with.clone(),
                     revert: revert.clone(),
                     level: *level,
                     recovers: *recovers,

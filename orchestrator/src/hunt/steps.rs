@@ -13,6 +13,34 @@
 
 use crate::posterior::StepLevels;
 
+/// The journal stage where a run that confirmed two culprits or more reverts them all together
+/// on top of bad (issue 34: "each alone and all together"; each alone is its own stage's
+/// revert), booted in rounds beside good and bad and read with the first stage's baselines
+/// ([`first_judge`]): whether the culprits found explain the whole regression.
+pub const TOGETHER: &str = "revert-together";
+
+/// The judge of a run's first stage, from its journalled baselines in `state_dir` (a revert
+/// stage reads its rounds with it rather than measure the endpoints' baselines again); `None`
+/// before they are in.
+pub fn first_judge(
+    state_dir: &std::path::Path,
+    settings: &super::judge::Settings,
+) -> Result<Option<super::judge::Judge>, super::HuntError> {
+    let journal = crate::journal::Journal::open(&super::journal_path(state_dir))?.stage("");
+    let Some(id) = journal.identity()? else {
+        return Ok(None);
+    };
+    let state = super::HuntState::replay(&journal.events()?);
+    if state.baselines.is_none() {
+        return Ok(None);
+    }
+    let (g, b) = (state.values(&id.good), state.values(&id.bad));
+    let n = state.baseline_boots.unwrap_or(g.len().min(b.len()));
+    Ok(Some(super::judge::Judge::from_baselines(
+        settings, &g, &b, n,
+    )))
+}
+
 /// The journal stage of the `n`th step found (the first is the hunt's own stage, "").
 pub fn stage(n: usize) -> String {
     format!("step-{n}")

@@ -195,7 +195,8 @@ pub enum HuntEnd {
         summary: String,
     },
     /// `firstbad watch`: one night's head and reference, measured the series' number of boots
-    /// each; the series' detector judges them, not the hunt.
+    /// each; the series' detector judges them, not the hunt. Also a revert stage's end (the
+    /// culprits of several steps reverted together): its `Reverted` holds the result.
     Measured {
         /// The two medians, for a person.
         summary: String,
@@ -329,6 +330,10 @@ pub enum Event {
     RevertStarted {
         /// The culprit.
         commit: String,
+        /// The culprits reverted together with it, in a revert stage of a regression of
+        /// several steps (`hunt::steps::TOGETHER`); empty for one.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        with: Vec<String>,
         /// The commit it was reverted onto.
         onto: String,
         /// What git made of it.
@@ -338,6 +343,9 @@ pub enum Event {
     Reverted {
         /// The culprit.
         commit: String,
+        /// The culprits reverted together with it (as in its `RevertStarted`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        with: Vec<String>,
         /// The revert commit, when one was made.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         revert: Option<String>,

@@ -26,6 +26,7 @@ use crate::config::{LocalConfig, MeasureConfig};
 use crate::exec::{BootJob, Builder, Task, TestHost};
 use crate::hosts::HostError;
 use crate::hunt::driver::{hunt_seed, Driver, HuntKind, Plan, Slot};
+use crate::hunt::judge::Judge;
 use crate::hunt::prelude::{content_hash, open_hunt, HuntRange, Opened};
 use crate::hunt::{short, HuntError, Outcome};
 use crate::journal::{BootOutcome, BuildOutcome};
@@ -92,18 +93,73 @@ pub fn run(
         )?;
         first.add_step(&mut plan, n, part, outcome);
     }
-    Ok(first.end_steps(plan))
+    let mut first = first.end_steps(plan);
+    first.together = revert_together(cfg, m, &first)?;
+    Ok(first)
+}
+
+/// When the run confirmed two culprits or more, all of them reverted together on top of bad
+/// and run in rounds beside good and bad ([`crate::hunt::steps::TOGETHER`]), as a kernel hunt
+/// does ([`crate::hunt::run`]).
+fn revert_together(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    first: &Outcome,
+) -> Result<Option<crate::hunt::Reverted>, HuntError> {
+    let culprits = first.confirmed_culprits();
+    if culprits.len() < 2 || !m.classify.revert {
+        return Ok(None);
+    }
+    let settings = settings(cfg, m, m.classify.clone());
+    let Some(judge) = crate::hunt::steps::first_judge(&cfg.state_dir, &settings)? else {
+        return Ok(None);
+    };
+    tracing::info!(
+        "{} culprits confirmed: reverting them together on top of bad",
+        culprits.len()
+    );
+    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let stage = Stage {
+        name: crate::hunt::steps::TOGETHER,
+        dir: &cfg.state_dir,
+        reverting: Some((culprits, judge)),
+    };
+    Ok(engine(cfg, m, range, stage, m.classify.clone(), false, None)?.reverted)
 }
 
 /// Where one run of the engine journals: a stage of a state directory's journal.
 struct Stage<'a> {
     name: &'a str,
     dir: &'a Path,
+    /// A revert stage: these culprits reverted together, read with this judge (the first
+    /// stage's).
+    reverting: Option<(Vec<String>, Judge)>,
 }
 
 impl<'a> Stage<'a> {
     fn of(name: &'a str, dir: &'a Path) -> Stage<'a> {
-        Stage { name, dir }
+        Stage {
+            name,
+            dir,
+            reverting: None,
+        }
+    }
+}
+
+/// How a metric command hunt judges its runs.
+fn settings(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    classify: crate::config::ClassifyConfig,
+) -> crate::hunt::judge::Settings {
+    crate::hunt::judge::Settings {
+        classify,
+        direction: m.direction,
+        metric: m.metric.field.clone(),
+        split: cfg.paths.is_empty(),
+        probe: Default::default(),
+        // A program's builds have no kernel identity.
+        same_kernel: false,
     }
 }
 
@@ -147,7 +203,7 @@ fn engine(
     tuning.insert("test.jobs".into(), cfg.test.jobs.to_string());
     let (_lock, journal, mut state) =
         match open_hunt(state_dir, stage.name, &range, meaning, tuning, replay)? {
-            Opened::Ended(outcome) => return Ok(outcome),
+            Opened::Ended(outcome) => return Ok(*outcome),
             Opened::Run {
                 lock,
                 journal,
@@ -174,15 +230,7 @@ fn engine(
         bad: range.bad,
         goods: range.goods,
         dag: range.dag,
-        settings: crate::hunt::judge::Settings {
-            classify,
-            direction: m.direction,
-            metric: m.metric.field.clone(),
-            split: cfg.paths.is_empty(),
-            probe: Default::default(),
-            // A program's builds have no kernel identity.
-            same_kernel: false,
-        },
+        settings: settings(cfg, m, classify),
         hosts: runners
             .iter()
             .map(|r| Slot {
@@ -193,15 +241,21 @@ fn engine(
         // A build beside a run shares the machine's cores with what is being timed.
         build_ahead: false,
         first_parent,
-        // A command hunt builds nothing a revert could be booted as.
-        revert: None,
+        // The revert on top is a commit like any candidate: checked out into a tree of its
+        // own, built and run there.
+        revert: Some(Box::new(crate::build::revert::reverter(&cfg.repo))),
+        reverting: stage.reverting.as_ref().map(|(c, _)| c.clone()),
         kind: HuntKind::Measured,
         stop_at_baselines,
         pairs: None,
         budget: None,
         forecast: crate::hunt::driver::Forecasting::Off,
     };
-    let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;
+    let mut driver = match stage.reverting {
+        Some((_, judge)) => Driver::judged(plan, judge),
+        None => Driver::new(plan),
+    }
+    .map_err(HuntError::BadInput)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -223,7 +277,10 @@ fn engine(
         ),
     ))?;
     crate::hunt::state_dir::confirm_saved(&journal, &end)?;
-    Ok(Outcome::of(end, state.confirmation.clone()))
+    Ok(Outcome {
+        reverted: state.reverted.clone(),
+        ..Outcome::of(end, state.confirmation.clone())
+    })
 }
 
 /// Checks each candidate out into a tree of its own and builds it there (shared with the

@@ -91,7 +91,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
     let tuning = BTreeMap::from([("test.jobs".into(), cfg.test.jobs.to_string())]);
     let (_lock, journal, mut state) =
         match open_hunt(&cfg.state_dir, "", &range, meaning, tuning, replay)? {
-            Opened::Ended(outcome) => return Ok(outcome),
+            Opened::Ended(outcome) => return Ok(*outcome),
             Opened::Run {
                 lock,
                 journal,
@@ -124,6 +124,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         build_ahead: false,
         first_parent: Box::new(|_| None),
         revert: None,
+        reverting: None,
         kind: HuntKind::ExitStatus {
             command: cfg.test.command.clone(),
         },

@@ -36,5 +36,13 @@ pub use model::{
     Regression, Report, SettingDiff,
 };
 
+pub use phases::RevertReport;
+
+/// The revert of a run's culprits together on top of bad (`hunt::steps::TOGETHER`), from its
+/// stage's state, `bad` the hunt's bad endpoint; `None` before it began.
+pub fn together(state: &crate::hunt::HuntState, bad: &str) -> Option<RevertReport> {
+    phases::revert_report(state, bad)
+}
+
 /// Version tag of the JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "firstbad-report/2";

@@ -11,6 +11,10 @@ use serde::Serialize;
 pub struct RevertReport {
     /// The culprit reverted.
     pub culprit: String,
+    /// The culprits reverted together with it (the run's revert of every culprit it
+    /// confirmed, `hunt::steps::TOGETHER`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
     /// The commit it was reverted onto (the bad endpoint).
     pub onto: String,
     /// The revert commit firstbad made, when the revert applied.
@@ -77,6 +81,7 @@ pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport
     let done = state.reverted.as_ref();
     Some(RevertReport {
         culprit: start.commit.clone(),
+        with: start.with.clone(),
         onto: bad.to_owned(),
         revert,
         conflicts,
@@ -91,9 +96,10 @@ pub(super) fn revert_report(state: &HuntState, bad: &str) -> Option<RevertReport
             .map(|l| Estimate::from(l.undone())),
         summary: done.map_or_else(
             || {
-                let made = start
-                    .made
-                    .describe(crate::hunt::short(&start.commit), crate::hunt::short(bad));
+                let made = start.made.describe(
+                    &crate::hunt::shorts(&start.culprits()),
+                    crate::hunt::short(bad),
+                );
                 if state.end.is_some() {
                     format!("{made}; the hunt ended before it was measured (classify.revert off)")
                 } else {

@@ -193,6 +193,7 @@ fn stage(
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
         // Simulated commits have no tree to revert.
         revert: None,
+        reverting: None,
         stop_at_baselines: false,
         pairs: None,
         budget: None,

@@ -11,7 +11,7 @@
 
 use super::super::driver::{Decision, Driver};
 use super::super::judge::Judge;
-use super::super::{same_kernel, short, HuntState};
+use super::super::{same_kernel, short, shorts, HuntState};
 use super::confirm::{admit, Rounds};
 use crate::build::revert::RevertMade;
 use crate::config::Direction;
@@ -19,72 +19,87 @@ use crate::journal::{BuildOutcome, Event, Recovers};
 use crate::posterior::{rounds_to_separate, Level, LEVEL_PERCENT};
 use crate::sequential::Model;
 
-/// The revert's next step once the culprit is confirmed; `None` when there is none to take
-/// (not asked for, not confirmed, or done), and the hunt ends.
+/// The revert's next step once the culprit is confirmed (or, in a revert stage, for the
+/// plan's culprits together); `None` when there is none to take (not asked for, not
+/// confirmed, or done), and the hunt ends.
 pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
-    let c = state.confirmation.as_ref()?;
     let s = &d.plan.settings;
-    if state.reverted.is_some() || !s.classify.revert || !c.confirmed || !s.baselines_mode() {
+    if state.reverted.is_some() || !s.classify.revert || !s.baselines_mode() {
         return None;
     }
     let Some(start) = &state.revert else {
+        let culprits = match &d.plan.reverting {
+            Some(culprits) => culprits.clone(),
+            None => {
+                let c = state.confirmation.as_ref().filter(|c| c.confirmed)?;
+                vec![c.commit.clone()]
+            }
+        };
         let reverter = d.plan.revert.as_ref()?;
         judge.model()?;
         return Some(Decision::Record(Event::RevertStarted {
-            commit: c.commit.clone(),
+            commit: culprits[0].clone(),
+            with: culprits[1..].to_vec(),
             onto: d.plan.bad.clone(),
-            made: reverter(&c.commit, &d.plan.bad),
+            made: reverter(&culprits, &d.plan.bad),
         }));
     };
+    let culprits = start.culprits();
     let (commit, bad) = (start.commit.as_str(), d.plan.bad.as_str());
-    let not_measured = |revert: Option<&str>, summary: String| {
+    let named = shorts(&culprits);
+    let done = |revert: Option<&str>, level, recovers, summary| {
         Some(Decision::Record(Event::Reverted {
             commit: commit.to_owned(),
+            with: start.with.clone(),
             revert: revert.map(str::to_owned),
-            level: None,
-            recovers: Recovers::NotMeasured,
+            level,
+            recovers,
             summary,
         }))
     };
     let revert = match &start.made {
         RevertMade::Applied { revert } => revert.as_str(),
-        other => return not_measured(None, other.describe(short(commit), short(bad))),
+        other => {
+            return done(
+                None,
+                None,
+                Recovers::NotMeasured,
+                other.describe(&named, short(bad)),
+            )
+        }
     };
     match state.builds.get(revert) {
         None => {
             let build = d.build(state, revert);
             // The revert commit is on no ref: a resume weeks later may find it pruned by
-            // `git gc`. Made again from the same two commits it is the same commit, so it is
+            // `git gc`. Made again from the same commits it is the same commit, so it is
             // made again before its build starts (milliseconds; nothing is journalled).
             if let (Decision::Start(_), Some(reverter)) = (&build, &d.plan.revert) {
-                let again = reverter(commit, bad);
+                let again = reverter(&culprits, bad);
                 if again != start.made {
                     tracing::warn!(
-                        "the revert of {} on top of {} made again is not the journalled one: {}",
-                        short(commit),
+                        "the revert of {named} on top of {} made again is not the journalled \
+                         one: {}",
                         short(bad),
-                        again.describe(short(commit), short(bad))
+                        again.describe(&named, short(bad))
                     );
                 }
             }
             return Some(build);
         }
         Some(failed @ BuildOutcome::Failed { .. }) => {
-            return not_measured(
-                Some(revert),
-                format!(
-                    "the revert of {} on top of {} ({}) {}",
-                    short(commit),
-                    short(bad),
-                    short(revert),
-                    failed.failure().unwrap_or_default()
-                ),
-            )
+            let summary = format!(
+                "the revert of {named} on top of {} ({}) {}",
+                short(bad),
+                short(revert),
+                failed.failure().unwrap_or_default()
+            );
+            return done(Some(revert), None, Recovers::NotMeasured, summary);
         }
         Some(BuildOutcome::Built { .. }) => {}
     }
-    if let Some(done) = an_endpoint_s_kernel(d, state, commit, revert) {
-        return Some(done);
+    if let Some((level, recovers, summary)) = an_endpoint_s_kernel(d, state, &named, revert) {
+        return done(Some(revert), Some(level), recovers, summary);
     }
     let model = judge.model()?;
     let sides = [revert, d.plan.good.as_str(), bad];
@@ -98,8 +113,7 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
     let decided = reading.recovers != Recovers::Undecided;
     if stopped || rounds.over(pairs, max_pairs, decided, can_decide) {
         let mut summary = format!(
-            "revert of {} on top of {} ({}), {} interleaved round(s) beside good and bad: {}",
-            short(commit),
+            "revert of {named} on top of {} ({}), {} interleaved round(s) beside good and bad: {}",
             short(bad),
             short(revert),
             rounds.complete(),
@@ -108,17 +122,12 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
         if stopped {
             summary = format!("stopped after {failed} failed boots; {summary}");
         }
-        return Some(Decision::Record(Event::Reverted {
-            commit: commit.to_owned(),
-            revert: Some(revert.to_owned()),
-            level: reading.level,
-            recovers: if reading.level.is_some() {
-                reading.recovers
-            } else {
-                Recovers::NotMeasured
-            },
-            summary,
-        }));
+        let recovers = if reading.level.is_some() {
+            reading.recovers
+        } else {
+            Recovers::NotMeasured
+        };
+        return done(Some(revert), reading.level, recovers, summary);
     }
     Some(rounds.boot_next(d, state, &sides, pairs, d.plan.seed ^ 2))
 }
@@ -130,9 +139,9 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
 fn an_endpoint_s_kernel(
     d: &Driver,
     state: &HuntState,
-    commit: &str,
+    named: &str,
     revert: &str,
-) -> Option<Decision> {
+) -> Option<(Level, Recovers, String)> {
     let (good, bad) = (d.plan.good.as_str(), d.plan.bad.as_str());
     if !d.plan.settings.same_kernel {
         return None;
@@ -151,24 +160,19 @@ fn an_endpoint_s_kernel(
         return None;
     };
     let not_booted = same_kernel::not_booted(state, revert);
-    Some(Decision::Record(Event::Reverted {
-        commit: commit.to_owned(),
-        revert: Some(revert.to_owned()),
-        level: Some(Level {
-            level,
-            lo: level,
-            hi: level,
-        }),
-        recovers,
-        summary: format!(
-            "revert of {} on top of {} ({}) builds the kernel of {side} {}: its build differs \
-             only in the release string, so it recovers {what}; {not_booted}",
-            short(commit),
-            short(bad),
-            short(revert),
-            short(twin),
-        ),
-    }))
+    let summary = format!(
+        "revert of {named} on top of {} ({}) builds the kernel of {side} {}: its build differs \
+         only in the release string, so it recovers {what}; {not_booted}",
+        short(bad),
+        short(revert),
+        short(twin),
+    );
+    let level = Level {
+        level,
+        lo: level,
+        hi: level,
+    };
+    Some((level, recovers, summary))
 }
 
 /// What the revert's rounds say: its level between good (0) and bad (1), read against good
