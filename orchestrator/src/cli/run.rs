@@ -225,6 +225,9 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
                 if let Some(s) = share(&step.outcome, step.part.span) {
                     println!("  its share: {s}");
                 }
+                if let Some(r) = &step.outcome.reverted {
+                    println!("  reverted on top of its part: {}", r.summary);
+                }
             }
             HuntEnd::OnlySkippedLeft { commits: c } => println!(
                 "{part}: only skipped commits left; the first bad commit is one of {}",
