@@ -8,8 +8,7 @@ use super::judge::{Judge, Settings};
 use super::meaning::{meaning, tuning};
 use super::prelude::{self, record, HuntRange};
 use super::{
-    chain, check_static, find_agent, log_step, part_range, prune, short, state_dir, steps,
-    HuntError, HuntState, Outcome,
+    chain, check_static, find_agent, prune, short, state_dir, HuntError, HuntState, Outcome,
 };
 use crate::build::Builder;
 use crate::config::Build;
@@ -21,6 +20,9 @@ use crate::prebuilt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+mod stages;
+use stages::further_steps;
 
 /// Runs (or resumes) a hunt to its end.
 pub async fn run(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
@@ -68,96 +70,6 @@ pub async fn run_with(
         }
         _ => Ok(first),
     }
-}
-
-/// The parts of the regression that the first stage's culprit leaves (from `good` to `bad`, its
-/// range's ends), hunted one after the other in stages of the same journal ([`steps`]), each
-/// from its own baselines; `first` with them.
-async fn further_steps(
-    cfg: &HuntConfig,
-    mut first: Outcome,
-    (good, bad): &(String, String),
-    restore: &[String],
-) -> Result<Outcome, HuntError> {
-    let mut plan = first.steps_plan(good, bad, cfg.classify.max_culprits);
-    // Hosts that left the pool in a stage stay out of the later ones: they need a person.
-    let mut retired = first.retired.clone();
-    while let Some((n, part)) = plan.next_part() {
-        log_step(n, &part);
-        let stage = steps::stage(n);
-        let Some(range) = part_range(
-            &mut plan,
-            &part,
-            (&cfg.source, &cfg.repo),
-            &cfg.paths,
-            cfg.first_parent,
-        )?
-        else {
-            continue;
-        };
-        let run = Run {
-            stage: &stage,
-            state_dir: &cfg.state_dir,
-            classify: cfg.classify.clone(),
-            stop_at_baselines: false,
-            pairs: None,
-            budget: None,
-            forecast: Forecasting::Off,
-            replay: None,
-            restore,
-            carried: &retired,
-            reverting: None,
-        };
-        let outcome = engine(cfg, range, &[], run).await?;
-        for r in &outcome.retired {
-            if !retired.iter().any(|(h, _)| *h == r.0) {
-                retired.push(r.clone());
-            }
-        }
-        first.add_step(&mut plan, n, part, outcome);
-    }
-    let mut first = first.end_steps(plan);
-    first.together = revert_together(cfg, &first, restore, &retired).await?;
-    Ok(first)
-}
-
-/// When the run confirmed two culprits or more, all of them reverted together on top of bad
-/// and booted in rounds beside good and bad, in the journal's [`steps::TOGETHER`] stage and
-/// read with the first stage's baselines: what the culprits found recover of the regression
-/// between them. `None` when there are fewer, the revert is off, or nothing can revert (a
-/// prebuilt hunt).
-async fn revert_together(
-    cfg: &HuntConfig,
-    first: &Outcome,
-    restore: &[String],
-    retired: &[(String, String)],
-) -> Result<Option<crate::hunt::Reverted>, HuntError> {
-    let culprits = first.confirmed_culprits();
-    if culprits.len() < 2 || !cfg.classify.revert || cfg.build.prebuilt().is_some() {
-        return Ok(None);
-    }
-    let Some(judge) = steps::first_judge(&cfg.state_dir, &settings(cfg))? else {
-        return Ok(None);
-    };
-    tracing::info!(
-        "{} culprits confirmed: reverting them together on top of bad",
-        culprits.len()
-    );
-    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
-    let run = Run {
-        stage: steps::TOGETHER,
-        state_dir: &cfg.state_dir,
-        classify: cfg.classify.clone(),
-        stop_at_baselines: false,
-        pairs: None,
-        budget: None,
-        forecast: Forecasting::Off,
-        replay: None,
-        restore,
-        carried: retired,
-        reverting: Some((culprits, judge)),
-    };
-    Ok(engine(cfg, range, &[], run).await?.reverted)
 }
 
 /// `firstbad watch`'s automatic hunt: [`run`] that stops once it has spent `budget` boots
