@@ -67,6 +67,9 @@ struct World {
     /// The commits that change the kernel, when builds have identities: every other commit
     /// builds its parent's kernel (apart from the release string). `None`: no identities.
     kernel_changes: Option<Vec<usize>>,
+    /// A commit whose boots the host runs this share of the way to bad slower (a loaded host in
+    /// the minutes it is booted).
+    slow: Option<(usize, f64)>,
 }
 
 impl World {
@@ -78,6 +81,7 @@ impl World {
             unbootable: HashSet::new(),
             good_moves_after: None,
             kernel_changes: None,
+            slow: None,
         }
     }
 
@@ -108,7 +112,8 @@ impl World {
         } else {
             f64::from(u8::from(i >= self.culprit || moved))
         };
-        35.0 * (1.0 + 0.1 * (self.d * level + z))
+        let slow = self.slow.filter(|&(c, _)| c == i).map_or(0.0, |(_, x)| x);
+        35.0 * (1.0 + 0.1 * (self.d * (level + slow) + z))
     }
 }
 
@@ -447,6 +452,34 @@ async fn a_revert_that_builds_good_s_kernel_is_not_booted() {
     assert_eq!(r.recovers, Recovers::All, "{}", r.summary);
     assert!(r.summary.contains("interleaved round"), "{}", r.summary);
     assert!(state.values(&revert).len() >= 3);
+}
+
+/// A culprit's parent that builds good's kernel sits at good by identity: its re-test rounds,
+/// run slow by the host (30% of the way to bad), place no part of the regression before it.
+/// The demo's parent is good's kernel, and under load its three boots once read 10% of the
+/// way and sent a run after a part that is not there (tests/e2e.rs, exit 4).
+#[tokio::test(start_paused = true)]
+async fn a_parent_that_builds_good_s_kernel_leaves_no_part_before_it() {
+    let mut world = World::new(23);
+    world.kernel_changes = Some(vec![23]);
+    world.slow = Some((22, 0.3));
+    let (end, code, state) = hunt(&world, ClassifyMode::Baselines).await;
+    assert_eq!((found(&end), code), (Some(23), 0), "{end:?}");
+    let c = state.confirmation.as_ref().expect("the re-test");
+    let levels = c.levels.expect("levels read");
+    assert_eq!(
+        (levels.parent.level, levels.culprit.level),
+        (0.0, 1.0),
+        "{}",
+        c.summary
+    );
+    assert!(!levels.several(), "{}", c.summary);
+    assert!(
+        c.summary.contains("it sits at good by identity"),
+        "{}",
+        c.summary
+    );
+    assert!(state.values(&id(22)).len() >= 3, "the parent was booted");
 }
 
 /// A revert that does not apply is said with its files, and nothing is built or booted for

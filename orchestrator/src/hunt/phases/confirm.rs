@@ -10,7 +10,7 @@ use super::super::driver::{next_side, Decision, Driver};
 use super::super::evidence::posterior_inputs;
 use super::super::judge::Judge;
 use super::super::summary::{host_summary, partial_summary};
-use super::super::{short, HuntState};
+use super::super::{same_kernel, short, HuntState};
 use crate::config::Direction;
 use crate::journal::{BootOutcome, BuildOutcome, Event};
 use crate::posterior::{
@@ -524,6 +524,23 @@ fn conclude(
             floor: r.floor,
         })
     });
+    // A parent that builds good's kernel sits at good, and a culprit that builds bad's at bad,
+    // by identity (docs/pruning.md): their rounds measured the host, not a kernel, and must
+    // not place part of the regression beside them. The demo's parent is good's kernel; under
+    // load its three boots once read 10% of the way to bad and sent a run after a part that
+    // is not there.
+    let twin_parent = s.same_kernel && parent.is_some_and(|p| same_kernel::same(state, p, good));
+    let twin_culprit = s.same_kernel && same_kernel::same(state, commit, &d.plan.bad);
+    let at = |x: f64| Level {
+        level: x,
+        lo: x,
+        hi: x,
+    };
+    let steps = steps.map(|st| StepLevels {
+        parent: if twin_parent { at(0.0) } else { st.parent },
+        culprit: if twin_culprit { at(1.0) } else { st.culprit },
+        ..st
+    });
     let confidence = judge.model().and_then(|m| {
         let claimed = dag.index_of(commit)?;
         let claimed = hypotheses.iter().position(|&h| h == claimed)?;
@@ -543,6 +560,14 @@ fn conclude(
                 "{said}; {}",
                 partial_summary(st.parent, st.culprit, st.floor, p, commit)
             );
+            if twin_parent {
+                said += " (the parent builds the good endpoint's kernel: it sits at good by \
+                          identity, whatever its rounds measured)";
+            }
+            if twin_culprit {
+                said += " (the culprit builds the bad endpoint's kernel: it sits at bad by \
+                          identity)";
+            }
         }
         // Commits the boots cannot tell apart from the culprit. With `paths` they are those
         // that do not touch the paths (git's answer too); without, they are commits that could
