@@ -29,7 +29,6 @@ use crate::sim::{firstbad_run_with, normal, GivenBaselines, World};
 use crate::stats::nearest_rank;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Simulated hunts behind a forecast: its share of right answers is within about ±4 points
@@ -75,53 +74,7 @@ pub struct Input {
     pub hunts: usize,
 }
 
-/// A median and the value nine hunts in ten stay within.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    /// Median.
-    pub median: f64,
-    /// 90th percentile.
-    pub p90: f64,
-}
-
-/// The forecast of one hunt, journalled once its baselines are in (`Event::Forecast`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Forecast {
-    /// Candidates left, the bad endpoint included.
-    pub candidates: usize,
-    /// The regression, as a share of good (0.25: bad is 25% worse).
-    pub effect: f64,
-    /// The per-boot spread, as a share (the log-scale σ as a factor, minus one).
-    pub spread: f64,
-    /// The regression in units of the per-boot spread (Δ/σ on the log scale).
-    pub effect_sigmas: f64,
-    /// Simulated hunts behind the figures.
-    pub hunts: usize,
-    /// Share of them that named the culprit (within the budget, when the hunt has one).
-    pub right: f64,
-    /// Boots after the baselines (failed boots included).
-    pub boots: Spread,
-    /// Builds after the endpoints'.
-    pub builds: Spread,
-    /// Hours after the baselines on these hosts, when their boot times are known (builds
-    /// counted when theirs are).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hours: Option<Spread>,
-    /// The boot (with its workload) and build times the hours are computed from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boot_seconds: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub build_seconds: Option<f64>,
-    /// Whether the hunt can be expected to name the culprit ([`GO_RIGHT`]).
-    pub go: bool,
-    /// On a no-go, what would make the hunt bisectable, each with its own forecast.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub advice: Vec<String>,
-    /// The `[classify]` tuning it was made with (`hunt::tuning`): a rerun with another is
-    /// forecast again.
-    #[serde(default)]
-    pub tuning: std::collections::BTreeMap<String, String>,
-}
+pub use crate::journal::{Forecast, Spread};
 
 /// One simulated hunt's figures.
 #[derive(Debug, Clone, Copy)]

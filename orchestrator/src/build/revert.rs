@@ -9,31 +9,9 @@
 //! The commit is a function of the two commits alone (its author, committer and dates are
 //! fixed from the bad endpoint), so a rerun that makes it again makes the same id.
 
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// What reverting a culprit on top of a commit gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum RevertMade {
-    /// It applies: the commit that holds it, whose parent is the commit reverted onto.
-    Applied {
-        /// The revert commit.
-        revert: String,
-    },
-    /// It does not apply cleanly on top: the files in conflict.
-    Conflicts {
-        /// Paths, as git names them.
-        files: Vec<String>,
-    },
-    /// It applies and changes nothing: the commit reverted onto no longer has the change.
-    Empty,
-    /// git could not make it (a missing object, an unreadable repository).
-    Failed {
-        /// git's words.
-        error: String,
-    },
-}
+pub use crate::journal::RevertMade;
 
 /// The person (and date) of every revert commit firstbad makes.
 const NAME: &str = "firstbad";

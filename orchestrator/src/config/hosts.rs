@@ -107,7 +107,7 @@ pub(super) fn hosts(v: &Validator, raw: Vec<RawHost>) -> Result<Vec<HostConfig>,
 /// A `kind = "ssh"` host, the `i`th.
 fn ssh(v: &Validator, i: usize, h: &RawHost) -> Result<SshConfig, ConfigError> {
     let at = |f: &str| format!("hosts[{i}].{f}");
-    use crate::hosts::ssh_conn::{HostKeyCheck, SshAuth, SshTarget};
+    use super::ssh::{HostKeyCheck, SshAuth, SshTarget};
     let address = h.address.as_deref().ok_or_else(|| {
         v.field(
             &at("address"),

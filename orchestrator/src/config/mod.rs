@@ -16,9 +16,11 @@ mod classify_table;
 pub mod disk;
 mod expand;
 mod hosts;
+pub mod notify;
 mod raw;
 mod read;
 pub mod series;
+pub mod ssh;
 pub(crate) mod url;
 mod validate;
 
@@ -387,7 +389,7 @@ pub struct LavaConfig {
 #[derive(Debug, Clone)]
 pub struct SshConfig {
     /// Who and where, with authentication, host key check and keepalive.
-    pub target: crate::hosts::ssh_conn::SshTarget,
+    pub target: ssh::SshTarget,
     /// Bound on TCP connect, handshake and authentication.
     pub connect_timeout_s: u64,
     /// Bound on any one remote command (uploads get this plus 1 s per MiB).

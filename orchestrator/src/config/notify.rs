@@ -441,7 +441,7 @@ fn ca_file(v: &V, field: &str, raw: &str) -> Result<PathBuf, ConfigError> {
 }
 
 /// Whether PEM text holds a certificate block (the check `send` repeats on the bytes).
-pub(super) fn pem_has_certificate(pem: &[u8]) -> bool {
+pub(crate) fn pem_has_certificate(pem: &[u8]) -> bool {
     pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----")
 }
 

@@ -52,7 +52,7 @@ pub struct SeriesConfig {
     /// The first reference (any revision); without it, the head of the first night.
     pub reference: Option<String>,
     /// How an ssh remote is reached: its key (a cron job has no ssh agent), its host keys.
-    pub ssh: crate::watch::fetch::SshSettings,
+    pub ssh: SshSettings,
     /// Commits whose changes are known: a change they fall in is acknowledged at once.
     pub ignore: Vec<String>,
     /// Every metric judged, the workload's own first, with which way is worse.
@@ -60,7 +60,7 @@ pub struct SeriesConfig {
     /// Detection settings.
     pub detect: DetectSettings,
     /// Who is told, and how (`[notify]`, docs/notify.md); none without the table.
-    pub notify: Option<crate::notify::NotifyConfig>,
+    pub notify: Option<super::notify::NotifyConfig>,
     /// The hunt file the nights and the automatic hunts are run with: `goods` and `bad` are
     /// empty here and set per night and per hunt.
     pub hunt: HuntConfig,
@@ -247,7 +247,7 @@ impl SeriesConfig {
         };
         let notify = table
             .remove("notify")
-            .map(|t| crate::notify::parse(path, &t))
+            .map(|t| super::notify::parse(path, &t))
             .transpose()?;
         if series.remote.trim().is_empty() {
             return Err(field(
@@ -384,7 +384,7 @@ impl SeriesConfig {
             failure_nights: v.int(&SERIES_FAILURE_NIGHTS, None, series.failure_nights)?,
             hunt_boots: v.int(&SERIES_HUNT_BOOTS, None, series.hunt_boots)?,
             reference: series.reference.filter(|r| !r.trim().is_empty()),
-            ssh: crate::watch::fetch::SshSettings {
+            ssh: SshSettings {
                 key: series
                     .ssh_key
                     .as_deref()
@@ -467,4 +467,14 @@ fn is_scp_like(remote: &str) -> bool {
         (Some(c), None) => c > 0,
         _ => false,
     }
+}
+
+/// How an ssh remote is reached.
+#[derive(Debug, Clone, Default)]
+pub struct SshSettings {
+    /// The private key (`series.ssh_key`); without it, the agent and ~/.ssh's keys.
+    pub key: Option<std::path::PathBuf>,
+    /// The host keys trusted (`series.known_hosts`); without it, libgit2's own check of
+    /// ~/.ssh/known_hosts.
+    pub known_hosts: Option<std::path::PathBuf>,
 }

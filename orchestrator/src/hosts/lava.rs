@@ -355,7 +355,7 @@ impl LavaHost {
                 // Unique on the farm, and short: it tags every result line on the console.
                 let token = format!(
                     "fb-{}-{}-{}",
-                    crate::hunt::short(b.commit),
+                    crate::ids::short(b.commit),
                     b.boot,
                     &super::session::random_token()[..16]
                 );

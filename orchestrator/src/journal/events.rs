@@ -274,7 +274,7 @@ pub enum Event {
     /// What the rest of the hunt should cost and whether it can name the culprit, from the
     /// baselines' model ([`crate::forecast`]); written once, after `BaselinesConfirmed` and
     /// before the first candidate, by hunts that forecast (`firstbad run`, `firstbad plan`).
-    Forecast(crate::forecast::Forecast),
+    Forecast(Forecast),
     /// A run of `firstbad run` began: nothing an earlier run started is still running (its
     /// steps are redone). `tuning` holds the settings that may change between runs (alpha,
     /// beta, boot caps, refinement, confirmation) as this run used them.
@@ -337,7 +337,7 @@ pub enum Event {
         /// The commit it was reverted onto.
         onto: String,
         /// What git made of it.
-        made: crate::build::revert::RevertMade,
+        made: RevertMade,
     },
     /// What reverting the culprit on top of bad recovers of the regression.
     Reverted {
@@ -531,4 +531,76 @@ impl Pruning {
             .iter()
             .filter(move |l| l.nth == 0 && l.commit != bad)
     }
+}
+
+/// What reverting a culprit (or several) on top of a commit gave (`build::revert` makes it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum RevertMade {
+    /// It applies: the commit that holds it, whose parent is the commit reverted onto.
+    Applied {
+        /// The revert commit.
+        revert: String,
+    },
+    /// It does not apply cleanly on top: the files in conflict.
+    Conflicts {
+        /// Paths, as git names them.
+        files: Vec<String>,
+    },
+    /// It applies and changes nothing: the commit reverted onto no longer has the change.
+    Empty,
+    /// git could not make it (a missing object, an unreadable repository).
+    Failed {
+        /// git's words.
+        error: String,
+    },
+}
+
+/// A median and the value nine hunts in ten stay within.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// The forecast of one hunt (`crate::forecast` makes it), journalled once its baselines are in
+/// (`Event::Forecast`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Forecast {
+    /// Candidates left, the bad endpoint included.
+    pub candidates: usize,
+    /// The regression, as a share of good (0.25: bad is 25% worse).
+    pub effect: f64,
+    /// The per-boot spread, as a share (the log-scale σ as a factor, minus one).
+    pub spread: f64,
+    /// The regression in units of the per-boot spread (Δ/σ on the log scale).
+    pub effect_sigmas: f64,
+    /// Simulated hunts behind the figures.
+    pub hunts: usize,
+    /// Share of them that named the culprit (within the budget, when the hunt has one).
+    pub right: f64,
+    /// Boots after the baselines (failed boots included).
+    pub boots: Spread,
+    /// Builds after the endpoints'.
+    pub builds: Spread,
+    /// Hours after the baselines on these hosts, when their boot times are known (builds
+    /// counted when theirs are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<Spread>,
+    /// The boot (with its workload) and build times the hours are computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_seconds: Option<f64>,
+    /// Whether the hunt can be expected to name the culprit ([`crate::forecast::GO_RIGHT`]).
+    pub go: bool,
+    /// On a no-go, what would make the hunt bisectable, each with its own forecast.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advice: Vec<String>,
+    /// The `[classify]` tuning it was made with (`hunt::tuning`): a rerun with another is
+    /// forecast again.
+    #[serde(default)]
+    pub tuning: std::collections::BTreeMap<String, String>,
 }

@@ -59,7 +59,7 @@ impl RunError {
 /// The first characters of a command and its length, for a message.
 fn shown(command: &str) -> String {
     // 60 characters: enough to recognise a command, short enough for one line.
-    let start = crate::report::text::cut(command, 60);
+    let start = crate::text::cut(command, 60);
     if start.len() == command.len() {
         format!("{command:?}")
     } else {

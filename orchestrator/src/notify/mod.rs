@@ -6,12 +6,13 @@
 //! webhook are independent: each has its own timeout and retries, and one failing does not
 //! stop the other; [`Sent`] holds both results.
 //!
-//! - `config.rs`: the `[notify]` table, raw and validated;
+//! - `config::notify` (in the config module, with every table of the files): the `[notify]`
+//!   table, raw and validated;
 //! - `email.rs`: the mail (lettre over tokio and rustls: STARTTLS, implicit TLS, AUTH), with
 //!   the Message-ID, In-Reply-To and References that make one thread of a regression;
 //! - `webhook.rs`: the POST (reqwest, rustls) and its JSON envelope.
 
-mod config;
+use crate::config::notify as config;
 mod email;
 mod webhook;
 

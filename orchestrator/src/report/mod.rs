@@ -27,7 +27,7 @@ mod phases;
 mod regression;
 pub mod stats;
 pub mod status;
-pub mod text;
+pub use crate::text;
 
 pub use commits::{Commits, Diffstat, FileChange, GitCommits};
 pub use markdown::{bisect_log, markdown};

@@ -2,17 +2,9 @@
 
 use base64::Engine as _;
 use git2::{FetchOptions, RemoteCallbacks, Repository};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// How an ssh remote is reached.
-#[derive(Debug, Clone, Default)]
-pub struct SshSettings {
-    /// The private key (`series.ssh_key`); without it, the agent and ~/.ssh's keys.
-    pub key: Option<PathBuf>,
-    /// The host keys trusted (`series.known_hosts`); without it, libgit2's own check of
-    /// ~/.ssh/known_hosts.
-    pub known_hosts: Option<PathBuf>,
-}
+pub use crate::config::series::SshSettings;
 
 /// Whether `known_hosts` holds `key` for `host` (or `[host]:port`). Plain entries only:
 /// hashed ones (`|1|...`, `HashKnownHosts yes`) need the HMAC of each name, which this does

@@ -80,7 +80,7 @@ impl LavaHost {
         let lease = b.workload_timeout_s + 300;
         let mut job = serde_json::json!({
             "device_type": self.cfg.device_type,
-            "job_name": format!("firstbad {} {} boot {}", self.name, crate::hunt::short(b.commit), b.boot),
+            "job_name": format!("firstbad {} {} boot {}", self.name, crate::ids::short(b.commit), b.boot),
             "visibility": "public",
             "priority": "medium",
             "timeouts": {

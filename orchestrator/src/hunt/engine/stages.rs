@@ -32,19 +32,7 @@ pub(super) async fn further_steps(
         else {
             continue;
         };
-        let run = Run {
-            stage: &stage,
-            state_dir: &cfg.state_dir,
-            classify: cfg.classify.clone(),
-            stop_at_baselines: false,
-            pairs: None,
-            budget: None,
-            forecast: Forecasting::Off,
-            replay: None,
-            restore,
-            carried: &retired,
-            reverting: None,
-        };
+        let run = later(cfg, &stage, restore, &retired, None);
         let outcome = engine(cfg, range, &[], run).await?;
         for r in &outcome.retired {
             if !retired.iter().any(|(h, _)| *h == r.0) {
@@ -81,8 +69,27 @@ async fn revert_together(
         culprits.len()
     );
     let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
-    let run = Run {
-        stage: steps::TOGETHER,
+    let run = later(
+        cfg,
+        steps::TOGETHER,
+        restore,
+        retired,
+        Some((culprits, judge)),
+    );
+    Ok(engine(cfg, range, &[], run).await?.reverted)
+}
+
+/// A later stage of a run, in the run's journal: the hunt file's settings, no forecast (the
+/// first stage made it), hosts an earlier stage retired kept out.
+fn later<'a>(
+    cfg: &'a HuntConfig,
+    stage: &'a str,
+    restore: &'a [String],
+    carried: &'a [(String, String)],
+    reverting: Option<(Vec<String>, crate::hunt::judge::Judge)>,
+) -> Run<'a> {
+    Run {
+        stage,
         state_dir: &cfg.state_dir,
         classify: cfg.classify.clone(),
         stop_at_baselines: false,
@@ -91,8 +98,7 @@ async fn revert_together(
         forecast: Forecasting::Off,
         replay: None,
         restore,
-        carried: retired,
-        reverting: Some((culprits, judge)),
-    };
-    Ok(engine(cfg, range, &[], run).await?.reverted)
+        carried,
+        reverting,
+    }
 }

@@ -183,7 +183,7 @@ impl Runner {
                         "[test] command {:?} printed more than {limit} bytes on stdout, the most \
                          firstbad reads for a metric: print only the result, or write it to a \
                          file and name that file in test.output",
-                        crate::report::text::cut(&self.command, 60)
+                        crate::text::cut(&self.command, 60)
                     )))
                 }
                 Err(e) => {
