@@ -405,8 +405,9 @@ fn run_ended(
     let confirmed = std::iter::once(first.1)
         .chain(steps.iter().map(|(.., s)| s))
         .filter(|s| {
-            matches!(s.end, Some(firstbad::journal::HuntEnd::Found { .. }))
-                && s.confirmation.as_ref().is_some_and(|c| c.confirmed)
+            s.end
+                .as_ref()
+                .is_some_and(|e| hunt::confirmed_culprit(e, s.confirmation.as_ref()).is_some())
         })
         .count();
     let reverts = match file {

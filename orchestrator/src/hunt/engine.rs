@@ -181,7 +181,7 @@ pub(super) struct Run<'a> {
     /// Hosts that left the pool in an earlier stage of the run, with why: out of this one too.
     pub(super) carried: &'a [(String, String)],
     /// A revert stage: these culprits reverted together on top of bad, read with this judge
-    /// (the first stage's, [`steps::first_judge`]).
+    /// (the first stage's, [`super::steps::together`]).
     pub(super) reverting: Option<(Vec<String>, Judge)>,
 }
 

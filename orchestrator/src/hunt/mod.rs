@@ -279,13 +279,10 @@ impl Outcome {
     /// The confirmed culprits of the run, its own and its further steps', in the order they
     /// were found: what a revert stage reverts together once there are two or more.
     pub fn confirmed_culprits(&self) -> Vec<String> {
-        let confirmed = |o: &Outcome| match (&o.end, &o.confirmation) {
-            (HuntEnd::Found { commit }, Some(c)) if c.confirmed => Some(commit.clone()),
-            _ => None,
-        };
         std::iter::once(self)
             .chain(self.steps.iter().map(|s| &s.outcome))
-            .filter_map(confirmed)
+            .filter_map(|o| confirmed_culprit(&o.end, o.confirmation.as_ref()))
+            .map(str::to_owned)
             .collect()
     }
 
@@ -369,6 +366,14 @@ pub fn steps_code(first: u8, further: &[FurtherStep], unexplained: &[(steps::Res
         exit_code::AMBIGUOUS
     } else {
         exit_code::OK
+    }
+}
+
+/// The culprit a stage that ended with `end` found and its re-test confirmed, if any.
+pub fn confirmed_culprit<'a>(end: &'a HuntEnd, c: Option<&Confirmation>) -> Option<&'a str> {
+    match end {
+        HuntEnd::Found { commit } if c.is_some_and(|c| c.confirmed) => Some(commit),
+        _ => None,
     }
 }
 

@@ -9,23 +9,32 @@
 //! baselines (its two ends measured beside each other: a part that is not there is refuted as
 //! any regression is), its own bisection and its own re-test. Which stages there are follows
 //! from the ended ones alone, in a fixed order, so a rerun after `kill -9` takes them up where
-//! they were. Pure: the orchestration is in [`super::run_with`] and the simulator.
+//! they were. Pure but for [`together`], which reads the run's first stage from its journal:
+//! the orchestration is in [`super::run_with`] and the simulator.
 
 use crate::posterior::StepLevels;
 
 /// The journal stage where a run that confirmed two culprits or more reverts them all together
 /// on top of bad (issue 34: "each alone and all together"; each alone is its own stage's
 /// revert), booted in rounds beside good and bad and read with the first stage's baselines
-/// ([`first_judge`]): whether the culprits found explain the whole regression.
+/// ([`together`]): whether the culprits found explain the whole regression.
 pub const TOGETHER: &str = "revert-together";
 
-/// The judge of a run's first stage, from its journalled baselines in `state_dir` (a revert
-/// stage reads its rounds with it rather than measure the endpoints' baselines again); `None`
-/// before they are in.
-pub fn first_judge(
+/// What a run's [`TOGETHER`] stage reverts and reads its rounds with: every culprit `first`
+/// (the run's outcome, its further steps in it) confirmed, and the first stage's judge, from
+/// its journalled baselines in `state_dir` (the stage does not measure them again); `None`
+/// with fewer than two culprits, the revert off (`revert`), or no baselines journalled. The
+/// kernel and the command hunts' runs both ask it.
+pub fn together(
+    first: &super::Outcome,
+    revert: bool,
     state_dir: &std::path::Path,
     settings: &super::judge::Settings,
-) -> Result<Option<super::judge::Judge>, super::HuntError> {
+) -> Result<Option<(Vec<String>, super::judge::Judge)>, super::HuntError> {
+    let culprits = first.confirmed_culprits();
+    if culprits.len() < 2 || !revert {
+        return Ok(None);
+    }
     let journal = crate::journal::Journal::open(&super::journal_path(state_dir))?.stage("");
     let Some(id) = journal.identity()? else {
         return Ok(None);
@@ -36,9 +45,12 @@ pub fn first_judge(
     }
     let (g, b) = (state.values(&id.good), state.values(&id.bad));
     let n = state.baseline_boots.unwrap_or(g.len().min(b.len()));
-    Ok(Some(super::judge::Judge::from_baselines(
-        settings, &g, &b, n,
-    )))
+    tracing::info!(
+        "{} culprits confirmed: reverting them together on top of bad",
+        culprits.len()
+    );
+    let judge = super::judge::Judge::from_baselines(settings, &g, &b, n);
+    Ok(Some((culprits, judge)))
 }
 
 /// The journal stage of the `n`th step found (the first is the hunt's own stage, "").

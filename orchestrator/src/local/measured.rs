@@ -104,23 +104,17 @@ fn revert_together(
     m: &MeasureConfig,
     first: &Outcome,
 ) -> Result<Option<crate::hunt::Reverted>, HuntError> {
-    let culprits = first.confirmed_culprits();
-    if culprits.len() < 2 || !m.classify.revert {
-        return Ok(None);
-    }
     let settings = settings(cfg, m, m.classify.clone());
-    let Some(judge) = crate::hunt::steps::first_judge(&cfg.state_dir, &settings)? else {
+    let Some(reverting) =
+        crate::hunt::steps::together(first, m.classify.revert, &cfg.state_dir, &settings)?
+    else {
         return Ok(None);
     };
-    tracing::info!(
-        "{} culprits confirmed: reverting them together on top of bad",
-        culprits.len()
-    );
     let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
     let stage = Stage {
         name: crate::hunt::steps::TOGETHER,
         dir: &cfg.state_dir,
-        reverting: Some((culprits, judge)),
+        reverting: Some(reverting),
     };
     Ok(engine(cfg, m, range, stage, m.classify.clone(), false, None)?.reverted)
 }

@@ -49,33 +49,21 @@ pub(super) async fn further_steps(
 /// When the run confirmed two culprits or more, all of them reverted together on top of bad
 /// and booted in rounds beside good and bad, in the journal's [`steps::TOGETHER`] stage and
 /// read with the first stage's baselines: what the culprits found recover of the regression
-/// between them. `None` when there are fewer, the revert is off, or nothing can revert (a
-/// prebuilt hunt).
+/// between them. `None` when there are fewer or the revert is off ([`steps::together`]). Only
+/// runs over git have further steps ([`super::run_with`]): a prebuilt hunt never comes here.
 async fn revert_together(
     cfg: &HuntConfig,
     first: &Outcome,
     restore: &[String],
     retired: &[(String, String)],
 ) -> Result<Option<crate::hunt::Reverted>, HuntError> {
-    let culprits = first.confirmed_culprits();
-    if culprits.len() < 2 || !cfg.classify.revert || cfg.build.prebuilt().is_some() {
-        return Ok(None);
-    }
-    let Some(judge) = steps::first_judge(&cfg.state_dir, &settings(cfg))? else {
+    let Some(reverting) =
+        steps::together(first, cfg.classify.revert, &cfg.state_dir, &settings(cfg))?
+    else {
         return Ok(None);
     };
-    tracing::info!(
-        "{} culprits confirmed: reverting them together on top of bad",
-        culprits.len()
-    );
     let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
-    let run = later(
-        cfg,
-        steps::TOGETHER,
-        restore,
-        retired,
-        Some((culprits, judge)),
-    );
+    let run = later(cfg, steps::TOGETHER, restore, retired, Some(reverting));
     Ok(engine(cfg, range, &[], run).await?.reverted)
 }
 
