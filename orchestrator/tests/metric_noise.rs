@@ -87,6 +87,10 @@ struct History {
     culprit: String,
     /// The 10% slowdown, on the first-parent line.
     second: String,
+    /// main just before topic-b is forked, and its merge: a night before the culprit and
+    /// the first after it.
+    before_b: String,
+    merged_b: String,
     /// Commits in root..tip, merges included, and the root.
     commits: usize,
 }
@@ -239,9 +243,11 @@ fn history() -> History {
     chores(&mut c, 30);
     c.topic("topic-a", 8, 4, None);
     chores(&mut c, 25);
+    let before_b = c.git(&["rev-parse", "HEAD"]);
     let culprit = c
         .topic("topic-b", 10, 5, Some((4, WORK_SLOW)))
         .expect("topic-b holds the slowdown");
+    let merged_b = c.git(&["rev-parse", "HEAD"]);
     chores(&mut c, 20);
     c.topic("topic-c", 8, 3, None);
     chores(&mut c, 33);
@@ -261,6 +267,8 @@ fn history() -> History {
         tip,
         culprit,
         second,
+        before_b,
+        merged_b,
         commits,
     }
 }
@@ -710,4 +718,87 @@ fn git_bisect_run_with_a_midpoint_threshold() {
         wall.as_secs_f64()
     );
     assert!(runs > 2 * GIT_BISECTIONS, "the bisections ran");
+}
+
+/// Issue 36, item 4: a nightly series of the program's own repository, as a kernel branch is
+/// watched (tests/watch.rs): the `[test]` table of the hunts above in a series file, its
+/// branch moved night by night in a bare upstream, and the real `firstbad watch` run each
+/// night. Night 1 is the reference (the root), night 2 a head before topic-b (quiet), night 3
+/// topic-b's merge: the 20% slowdown is tonight's alarm, and the same cycle hunts it between
+/// nights 2 and 3 with the metric command hunt's engine, naming the culprit.
+///
+/// It asserts a culprit on real noise, so it fails at about 1 - confidence (1%) of runs by
+/// design, as the hunts above do.
+#[test]
+fn a_nightly_series_of_the_benchmark_finds_the_20_percent_step_and_hunts_its_culprit() {
+    let _serial = serial();
+    let h = history();
+    let upstream = h.dir().join("upstream.git");
+    git_ok(
+        h.dir(),
+        &["clone", "-q", "--bare", "--shared", "repo", "upstream.git"],
+    );
+    let series = h.dir().join("nightly.toml");
+    std::fs::write(
+        &series,
+        format!(
+            "[series]\nname = \"bench-nightly\"\nremote = \"upstream.git\"\n\
+             branch = \"nightly\"\nrepo = \"watch-repo\"\nstate_dir = \"state-nightly\"\n\
+             boots = 6\n\n[detect]\nmin_effect = 0.1\n\n[test]\nbuild = \"{BUILD}\"\n\
+             command = \"./bench\"\nmetric = \"ms\"\n\n[classify]\nconfidence = 0.99\n"
+        ),
+    )
+    .expect("write the series file");
+    let watch = |head: &str, args: &[&str]| {
+        if !head.is_empty() {
+            git_ok(&upstream, &["update-ref", "refs/heads/nightly", head]);
+        }
+        let start = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+            .arg("watch")
+            .arg(&series)
+            .args(args)
+            .env("FIRSTBAD_LOG", "info")
+            .stdin(Stdio::null())
+            .output()
+            .expect("firstbad runs");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.code() != Some(0) {
+            h.keep.set(true);
+        }
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        (said, start.elapsed())
+    };
+    let (_, first) = watch(&h.root, &[]);
+    let (quiet, second) = watch(&h.before_b, &[]);
+    assert!(
+        !quiet.contains("alarm"),
+        "a quiet night raised an alarm: {quiet}"
+    );
+    let (slow, third) = watch(&h.merged_b, &[]);
+    let (status, _) = watch("", &["status"]);
+    eprintln!(
+        "noise: nightly: nights of {:.1}, {:.1} and {:.1} s (the third with its hunt)",
+        first.as_secs_f64(),
+        second.as_secs_f64(),
+        third.as_secs_f64()
+    );
+    eprintln!("{status}");
+    assert!(
+        status.contains("change #1: night 3, +")
+            && status.contains(&format!(
+                "regression between {} and {}",
+                &h.before_b[..12],
+                &h.merged_b[..12]
+            )),
+        "{status}\n{slow}"
+    );
+    assert!(
+        status.contains(&format!("culprit {}, confirmed", &h.culprit[..12])),
+        "{status}\n{slow}"
+    );
 }

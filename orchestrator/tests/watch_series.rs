@@ -141,6 +141,48 @@ fn a_bad_series_file_names_the_file_the_field_and_the_fix() {
     }
 }
 
+/// Issue 36, item 4: a series of any repository's benchmark, its `[test]` table a metric
+/// command hunt's. One that prints no number cannot show a slowdown, and its one metric is
+/// the `[test]` one; both refused with the field and the fix. The nights themselves run on
+/// this machine's timing in metric_noise.rs.
+#[test]
+fn a_benchmark_series_takes_a_metric_command_hunts_test_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |body: &str| {
+        let path = dir.path().join("bench.toml");
+        std::fs::write(
+            &path,
+            format!("[series]\n{OK}\n{body}\n\n[test]\nbuild = \"make\"\ncommand = \"./bench\"\n"),
+        )
+        .unwrap();
+        path
+    };
+    let e = SeriesConfig::load(&write("")).unwrap_err().to_string();
+    assert!(
+        e.contains("bench.toml") && e.contains("test.metric") && e.contains("metric = "),
+        "{e}"
+    );
+    let path = write("");
+    let text = std::fs::read_to_string(&path).unwrap() + "metric = \"ms\"\n";
+    std::fs::write(&path, &text).unwrap();
+    let cfg = SeriesConfig::load(&path).unwrap();
+    assert_eq!(
+        cfg.metrics,
+        [("ms".to_owned(), firstbad::config::Direction::LowerIsBetter)]
+    );
+    assert_eq!(cfg.metric(), "ms");
+    let meaning = firstbad::watch::meaning(&cfg).unwrap();
+    assert_eq!(meaning["test.command"], "./bench");
+    assert_eq!(meaning["test.build"], "make");
+    let with_metrics = text.replace(
+        "[test]",
+        "metrics = [{ name = \"x\", direction = \"lower-is-better\" }]\n\n[test]",
+    );
+    std::fs::write(&path, with_metrics).unwrap();
+    let e = SeriesConfig::load(&path).unwrap_err().to_string();
+    assert!(e.contains("series.metrics") && e.contains("[test]"), "{e}");
+}
+
 #[test]
 fn the_sample_series_file_is_valid() {
     let cfg = SeriesConfig::load(&root().join("configs/nightly.toml")).unwrap();
@@ -506,7 +548,10 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
                     "{}",
                     c.summary
                 );
-                let hunt = firstbad::watch::hunt_of(&cfg, c);
+                let firstbad::config::HuntFile::Kernel(hunt) = firstbad::watch::hunt_of(&cfg, c)
+                else {
+                    panic!("a kernel series hunts kernels")
+                };
                 assert_eq!(hunt.workload.metric, "writer_mb_s");
                 assert_eq!(
                     hunt.workload.direction,

@@ -378,7 +378,10 @@ pub fn second_look(d: &Detection, tonight: usize) -> bool {
     let raised_tonight = a.alarms.iter().any(|alarm| alarm.raised == tonight);
     a.nights
         .last()
-        .is_some_and(|n| n.night == tonight && n.sum >= SECOND_LOOK_AT * a.threshold)
+        // A sum at 0 is no evidence of a slowdown: on a benchmark far quieter than min_effect
+        // the threshold itself falls to 0 (one night decides), and 0 ≥ half of 0 would send
+        // every quiet night to a second look.
+        .is_some_and(|n| n.night == tonight && n.sum > 0.0 && n.sum >= SECOND_LOOK_AT * a.threshold)
         && !raised_tonight
 }
 
@@ -470,6 +473,27 @@ pub(super) mod tests {
             assert!(c.regression && c.test.effect > 3.0, "{c:?}");
             assert!(c.test.low > 1.0 && c.test.high < 7.0, "{c:?}");
         }
+    }
+
+    /// A benchmark whose runs vary by 0.3% against a min_effect of 10%: the sum's threshold
+    /// falls to 0 (tonight's evidence alone decides), quiet nights leave the sum at 0 and
+    /// call for no second look, and a 20% step alarms on its first night.
+    #[test]
+    fn a_benchmark_far_quieter_than_min_effect_looks_twice_at_nothing() {
+        let cfg = DetectConfig {
+            min_effect: 0.1,
+            ..DetectConfig::default()
+        };
+        let all = nights(4, 6, 0.003, 7, |i| if i >= 3 { 1.2 } else { 1.0 });
+        for k in 1..=3 {
+            let d = detect(&all[..k], L, &cfg);
+            let a = d.accumulated.as_ref().expect("boots of both sides");
+            assert_eq!(a.threshold, 0.0, "{a:?}");
+            assert!(!second_look(&d, k - 1), "night {k}: {a:?}");
+            assert!(confirmed(&d).is_none(), "night {k}");
+        }
+        let d = detect(&all, L, &cfg);
+        assert_eq!(confirmed(&d).map(|c| c.night), Some(3), "{d:?}");
     }
 
     #[test]

@@ -429,26 +429,3 @@ fn write_or_print(text: &str, output: Option<PathBuf>) -> anyhow::Result<u8> {
     }
     Ok(exit_code::OK)
 }
-
-/// What a report of a measured hunt reads from its hunt file (a kernel hunt, or a metric
-/// command hunt whose command is its workload); `None` for a hunt judged by exit status.
-fn report_context(file: &HuntFile, reproduction: bool) -> Option<firstbad::report::Context<'_>> {
-    Some(match file {
-        HuntFile::Kernel(cfg) => firstbad::report::Context::kernel(cfg, reproduction),
-        HuntFile::Local(cfg) => {
-            let m = cfg.test.measure.as_ref()?;
-            firstbad::report::Context {
-                name: &cfg.name,
-                hunt_file: &cfg.source,
-                // The command is in the hunt file: it is the workload.
-                workload_file: &cfg.source,
-                metric: &m.metric.field,
-                direction: m.direction,
-                settings: &cfg.report,
-                classify: &m.classify,
-                command: Some(&cfg.test.command),
-                reproduction,
-            }
-        }
-    })
-}

@@ -1,7 +1,7 @@
 //! `firstbad report` and `firstbad log`: every format from one report model; a chained hunt's
 //! two stages in one report where the format holds two.
 
-use super::{chain_of, load_file, open_state, report_context, step_stages, write_or_print, Format};
+use super::{chain_of, load_file, open_state, step_stages, write_or_print, Format};
 use firstbad::config::{HuntFile, LocalConfig};
 use firstbad::error::exit_code;
 use firstbad::hunt::{self, journal_path, HuntState};
@@ -20,7 +20,7 @@ pub(super) fn report_cmd(
         Err(code) => return Ok(code),
     };
     // A metric command hunt's journal is a kernel hunt's, runs for boots: the same reports.
-    let Some(ctx) = report_context(&file, false) else {
+    let Some(ctx) = firstbad::report::Context::of(&file, false) else {
         let HuntFile::Local(cfg) = &file else {
             unreachable!("every kernel hunt is measured")
         };
@@ -141,7 +141,7 @@ pub(super) fn bundle_cmd(hunt: &Path, dir: &Path) -> anyhow::Result<u8> {
         );
         return Ok(exit_code::BAD_INPUT);
     };
-    let ctx = report_context(&file, false).expect("a kernel hunt is measured");
+    let ctx = firstbad::report::Context::of(&file, false).expect("a kernel hunt is measured");
     let Some((id, state)) = open_state(&cfg.state_dir, "")? else {
         return Ok(no_journal(&cfg.name, &cfg.state_dir, hunt));
     };

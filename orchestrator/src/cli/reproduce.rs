@@ -3,7 +3,7 @@
 
 use super::report::render;
 use super::run::print_outcome;
-use super::{load_file, open_state, report_context, runtime, Format};
+use super::{load_file, open_state, runtime, Format};
 use anyhow::Context as _;
 use firstbad::config::HuntFile;
 use firstbad::error::exit_code;
@@ -46,7 +46,7 @@ pub(super) fn run(hunt: &Path, html: Option<PathBuf>) -> anyhow::Result<u8> {
     let Some((id, state)) = open_state(&dir, "")? else {
         return Ok(code);
     };
-    let ctx = report_context(&file, true).expect("a measured hunt: checked above");
+    let ctx = firstbad::report::Context::of(&file, true).expect("a measured hunt: checked above");
     println!();
     print!(
         "{}",

@@ -1,5 +1,6 @@
 //! A series file (`firstbad watch`): a branch to follow, night after night, measured with the
-//! tables of a kernel hunt file.
+//! tables of a kernel hunt file, or with a metric command hunt's `[test]` table (a benchmark
+//! of any repository, built and run in a checkout of each head).
 //!
 //! ```toml
 //! [series]
@@ -11,6 +12,8 @@
 //! second_look = 4                                # more of each on a suspicious night (0: none)
 //!
 //! [build]    # [[hosts]], [workload], [classify], [report]: as in a hunt file
+//! # or, for a benchmark of any repository instead of kernels:
+//! # [test]   # build, command, metric, format: as in a metric command hunt
 //! ```
 //!
 //! The hunt tables are validated by the hunt file's own code: the series' `[hunt]` table is
@@ -19,7 +22,7 @@
 
 use super::bounds::{self, Bound};
 use super::read;
-use super::{HuntConfig, HuntFile};
+use super::{HuntConfig, HuntFile, LocalConfig, MeasureConfig};
 use crate::error::ConfigError;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -62,8 +65,9 @@ pub struct SeriesConfig {
     /// Who is told, and how (`[notify]`, docs/notify.md); none without the table.
     pub notify: Option<super::notify::NotifyConfig>,
     /// The hunt file the nights and the automatic hunts are run with: `goods` and `bad` are
-    /// empty here and set per night and per hunt.
-    pub hunt: HuntConfig,
+    /// empty here and set per night and per hunt. A kernel hunt, or a metric command hunt
+    /// (never an exit-status one: [`SeriesConfig::parse`] refuses a `[test]` with no metric).
+    pub hunt: HuntFile,
 }
 
 /// `[detect]`: when a move of the series is a regression.
@@ -222,13 +226,13 @@ impl SeriesConfig {
             field: field.to_owned(),
             message: read::one_line(&message, 240),
         };
-        for (t, why) in [
-            ("hunt", "a series has no [hunt]: [series] names the branch, and each night's two commits are chosen by firstbad"),
-            ("test", "a series measures kernels: [test] (a command hunt) is not supported in a series yet"),
-        ] {
-            if table.contains_key(t) {
-                return Err(field(t, why.into()));
-            }
+        if table.contains_key("hunt") {
+            return Err(field(
+                "hunt",
+                "a series has no [hunt]: [series] names the branch, and each night's two \
+                 commits are chosen by firstbad"
+                    .into(),
+            ));
         }
         let raw_series = table.remove("series").ok_or_else(|| {
             field(
@@ -301,16 +305,7 @@ impl SeriesConfig {
             },
             other => other,
         };
-        let mut hunt = match HuntFile::parse(path, &hunt_text).map_err(rename)? {
-            HuntFile::Kernel(cfg) => *cfg,
-            HuntFile::Local(_) => unreachable!("[test] is refused above"),
-        };
-        if hunt.build.prebuilt().is_some() {
-            return Err(field(
-                "build.kind",
-                "a series follows a branch and builds its heads: prebuilt kernels are for hunts and reproduce".into(),
-            ));
-        }
+        let mut hunt = HuntFile::parse(path, &hunt_text).map_err(rename)?;
         for (i, c) in series.ignore.iter().enumerate() {
             if c.trim().is_empty() {
                 return Err(field(
@@ -319,48 +314,44 @@ impl SeriesConfig {
                 ));
             }
         }
-        let mut metrics = vec![(hunt.workload.metric.clone(), hunt.workload.direction)];
-        for (i, m) in series.metrics.iter().enumerate() {
-            let at = |f: &str| format!("series.metrics[{i}].{f}");
-            let direction = match m.direction.as_str() {
-                "lower-is-better" => super::Direction::LowerIsBetter,
-                "higher-is-better" => super::Direction::HigherIsBetter,
-                other => {
+        let metrics = match &mut hunt {
+            HuntFile::Kernel(k) => {
+                if k.build.prebuilt().is_some() {
                     return Err(field(
-                        &at("direction"),
-                        format!(
-                            "{} is not \"lower-is-better\" or \"higher-is-better\"",
-                            read::snippet(other)
-                        ),
-                    ))
-                }
-            };
-            if let Some(known) = super::known_metrics(&hunt.workload.workload) {
-                if !known.contains(&m.name.as_str()) {
-                    return Err(field(
-                        &at("name"),
-                        format!(
-                            "{} is not reported by {} workloads; use one of {}",
-                            read::snippet(&m.name),
-                            hunt.workload.workload.kind(),
-                            known.join(", ")
-                        ),
+                        "build.kind",
+                        "a series follows a branch and builds its heads: prebuilt kernels are \
+                         for hunts and reproduce"
+                            .into(),
                     ));
                 }
+                k.goods.clear();
+                k.bad.clear();
+                kernel_metrics(k, &series.metrics, &field)?
             }
-            if metrics.iter().any(|(n, _)| *n == m.name) {
-                return Err(field(
-                    &at("name"),
-                    format!(
-                        "{} is judged already: list each metric once",
-                        read::snippet(&m.name)
-                    ),
-                ));
+            HuntFile::Local(l) => {
+                let Some(m) = &l.test.measure else {
+                    return Err(field(
+                        "test.metric",
+                        "missing: a series measures a number each night; give the metric the \
+                         command prints (metric = \"ms\", and format when it is not JSON), \
+                         as in a metric command hunt (docs/metric-hunts.md)"
+                            .into(),
+                    ));
+                };
+                if !series.metrics.is_empty() {
+                    return Err(field(
+                        "series.metrics",
+                        "a [test] series judges the one metric of [test]: leave series.metrics \
+                         out (more metrics a night are for kernel workloads)"
+                            .into(),
+                    ));
+                }
+                let metrics = vec![(m.metric.field.clone(), m.direction)];
+                l.goods.clear();
+                l.bad.clear();
+                metrics
             }
-            metrics.push((m.name.clone(), direction));
-        }
-        hunt.goods.clear();
-        hunt.bad.clear();
+        };
         let v = super::validate::Validator {
             path,
             base: path.parent().unwrap_or(Path::new(".")),
@@ -374,11 +365,11 @@ impl SeriesConfig {
         };
         Ok(SeriesConfig {
             source: path.to_owned(),
-            name: hunt.name.clone(),
+            name: hunt.name().to_owned(),
             remote,
             branch,
-            repo: hunt.repo.clone(),
-            state_dir: hunt.state_dir.clone(),
+            repo: hunt.repo().to_owned(),
+            state_dir: hunt.state_dir().to_owned(),
             boots: v.int(&SERIES_BOOTS, None, series.boots)?,
             second_look: v.int(&SERIES_SECOND_LOOK, None, series.second_look)?,
             failure_nights: v.int(&SERIES_FAILURE_NIGHTS, None, series.failure_nights)?,
@@ -438,14 +429,98 @@ impl SeriesConfig {
 
     /// The hunt file of one comparison of the series: `good` measured as the baseline against
     /// `bad`, with its journal and logs in `state_dir`.
-    pub fn hunt_between(&self, good: &str, bad: &str, state_dir: &Path) -> HuntConfig {
-        HuntConfig {
-            goods: vec![good.to_owned()],
-            bad: bad.to_owned(),
-            state_dir: state_dir.to_owned(),
-            ..self.hunt.clone()
+    pub fn hunt_between(&self, good: &str, bad: &str, state_dir: &Path) -> HuntFile {
+        let mut hunt = self.hunt.clone();
+        match &mut hunt {
+            HuntFile::Kernel(k) => {
+                (k.goods, k.bad, k.state_dir) =
+                    (vec![good.to_owned()], bad.to_owned(), state_dir.to_owned());
+            }
+            HuntFile::Local(l) => {
+                (l.goods, l.bad, l.state_dir) =
+                    (vec![good.to_owned()], bad.to_owned(), state_dir.to_owned());
+            }
+        }
+        hunt
+    }
+
+    /// The metric a change is judged on when it names none (a database from before changes
+    /// named theirs): the workload's own, or the `[test]` metric.
+    pub fn metric(&self) -> &str {
+        &self.metrics[0].0
+    }
+
+    /// What the series measures: kernels, or a benchmark command with its metric.
+    pub fn measured(&self) -> Measured<'_> {
+        match &self.hunt {
+            HuntFile::Kernel(k) => Measured::Kernel(k),
+            HuntFile::Local(l) => Measured::Command(
+                l,
+                l.test
+                    .measure
+                    .as_ref()
+                    .expect("a series' [test] has a metric (SeriesConfig::parse)"),
+            ),
         }
     }
+}
+
+/// A series' hunt file, by kind ([`SeriesConfig::measured`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Measured<'a> {
+    /// `[build]`, `[[hosts]]`, `[workload]`: kernels booted on test hosts.
+    Kernel(&'a HuntConfig),
+    /// `[test]` with a metric: a command run in a checkout of each head.
+    Command(&'a LocalConfig, &'a MeasureConfig),
+}
+
+/// A kernel series' metrics: the workload's own first, then `series.metrics`.
+fn kernel_metrics(
+    k: &HuntConfig,
+    extra: &[RawSeriesMetric],
+    field: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Vec<(String, super::Direction)>, ConfigError> {
+    let mut metrics = vec![(k.workload.metric.clone(), k.workload.direction)];
+    for (i, m) in extra.iter().enumerate() {
+        let at = |f: &str| format!("series.metrics[{i}].{f}");
+        let direction = match m.direction.as_str() {
+            "lower-is-better" => super::Direction::LowerIsBetter,
+            "higher-is-better" => super::Direction::HigherIsBetter,
+            other => {
+                return Err(field(
+                    &at("direction"),
+                    format!(
+                        "{} is not \"lower-is-better\" or \"higher-is-better\"",
+                        read::snippet(other)
+                    ),
+                ))
+            }
+        };
+        if let Some(known) = super::known_metrics(&k.workload.workload) {
+            if !known.contains(&m.name.as_str()) {
+                return Err(field(
+                    &at("name"),
+                    format!(
+                        "{} is not reported by {} workloads; use one of {}",
+                        read::snippet(&m.name),
+                        k.workload.workload.kind(),
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        if metrics.iter().any(|(n, _)| *n == m.name) {
+            return Err(field(
+                &at("name"),
+                format!(
+                    "{} is judged already: list each metric once",
+                    read::snippet(&m.name)
+                ),
+            ));
+        }
+        metrics.push((m.name.clone(), direction));
+    }
+    Ok(metrics)
 }
 
 /// Where a remote has a word that begins with '-': itself, or its host (`ssh://-oX/…`,

@@ -63,7 +63,7 @@ pub fn run(
         range,
         Stage::of("", &cfg.state_dir),
         m.classify.clone(),
-        false,
+        Limits::default(),
         replay,
     )?;
     let mut plan = first.steps_plan(&good, &bad, m.classify.max_culprits);
@@ -86,7 +86,7 @@ pub fn run(
             range,
             Stage::of(&stage, &cfg.state_dir),
             m.classify.clone(),
-            false,
+            Limits::default(),
             None,
         )?;
         first.add_step(&mut plan, n, part, outcome);
@@ -116,7 +116,16 @@ fn revert_together(
         dir: &cfg.state_dir,
         reverting: Some(reverting),
     };
-    Ok(engine(cfg, m, range, stage, m.classify.clone(), false, None)?.reverted)
+    Ok(engine(
+        cfg,
+        m,
+        range,
+        stage,
+        m.classify.clone(),
+        Limits::default(),
+        None,
+    )?
+    .reverted)
 }
 
 /// Where one run of the engine journals: a stage of a state directory's journal.
@@ -139,7 +148,7 @@ impl<'a> Stage<'a> {
 }
 
 /// How a metric command hunt judges its runs.
-fn settings(
+pub fn settings(
     cfg: &LocalConfig,
     m: &MeasureConfig,
     classify: crate::config::ClassifyConfig,
@@ -165,21 +174,93 @@ pub fn reproduce(cfg: &LocalConfig, m: &MeasureConfig) -> Result<Outcome, HuntEr
         ..m.classify.clone()
     };
     let dir = crate::hunt::reproduce_dir(&cfg.state_dir);
-    engine(cfg, m, range, Stage::of("", &dir), classify, true, None)
+    let limits = Limits {
+        stop_at_baselines: true,
+        ..Limits::default()
+    };
+    engine(cfg, m, range, Stage::of("", &dir), classify, limits, None)
 }
 
-/// Runs the engine on a metric command hunt's `range`, in `state_dir`, to its end.
-fn engine(
+/// A series' night of a benchmark ([`crate::watch`]): good (the reference) and bad (the
+/// head) run `runs` times each, interleaved, in `state_dir`'s journal, and judged as
+/// baselines; nothing is bisected ([`crate::hunt::measure_pair`] for kernels).
+pub fn measure_pair(
     cfg: &LocalConfig,
     m: &MeasureConfig,
-    range: HuntRange,
-    stage: Stage<'_>,
-    classify: crate::config::ClassifyConfig,
-    stop_at_baselines: bool,
-    replay: Option<&Path>,
+    state_dir: &Path,
+    runs: usize,
 ) -> Result<Outcome, HuntError> {
-    let state_dir = stage.dir;
-    let mut meaning = range.meaning();
+    let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
+    let classify = crate::config::ClassifyConfig {
+        mode: crate::config::ClassifyMode::Baselines,
+        ..m.classify.clone()
+    };
+    let limits = Limits {
+        stop_at_baselines: true,
+        pairs: Some(runs),
+        budget: None,
+    };
+    engine(
+        cfg,
+        m,
+        range,
+        Stage::of("", state_dir),
+        classify,
+        limits,
+        None,
+    )
+}
+
+/// A series' automatic hunt of a benchmark's regression: the first stage of
+/// [`run`], within `budget` runs ([`crate::hunt::run_budgeted`] for kernels).
+pub fn run_budgeted(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    budget: usize,
+) -> Result<Outcome, HuntError> {
+    let range = HuntRange::load(
+        &cfg.source,
+        &cfg.repo,
+        &cfg.goods,
+        &cfg.bad,
+        &cfg.paths,
+        cfg.first_parent,
+    )?;
+    let limits = Limits {
+        budget: Some(budget),
+        ..Limits::default()
+    };
+    let stage = Stage::of("", &cfg.state_dir);
+    engine(cfg, m, range, stage, m.classify.clone(), limits, None)
+}
+
+/// Where one run of the engine stops short of a bisection's end.
+#[derive(Debug, Clone, Copy, Default)]
+struct Limits {
+    /// Once the baselines are judged (`reproduce`, a series' night).
+    stop_at_baselines: bool,
+    /// After this many rounds of good and bad, whatever they say (a series' night).
+    pairs: Option<usize>,
+    /// After this many runs (a series' automatic hunt).
+    budget: Option<usize>,
+}
+
+/// What a metric command hunt's values mean, besides its two commits: the command, its build,
+/// where its number is read, and how it is judged. A series of the same `[test]` compares its
+/// nights on this ([`crate::watch::meaning`]).
+pub fn measurement_meaning(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+) -> std::collections::BTreeMap<String, String> {
+    judged_meaning(cfg, m, &m.classify)
+}
+
+fn judged_meaning(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    classify: &crate::config::ClassifyConfig,
+) -> std::collections::BTreeMap<String, String> {
+    let mut meaning = std::collections::BTreeMap::new();
     meaning.insert("test.command".into(), cfg.test.command.clone());
     meaning.insert("test.build".into(), m.build.clone().unwrap_or_default());
     meaning.insert(
@@ -190,7 +271,23 @@ fn engine(
             .unwrap_or_else(|| "stdout".into()),
     );
     meaning.insert("test.metric".into(), m.metric_name());
-    crate::hunt::judging_meaning(&mut meaning, &classify, ("test.direction", m.direction));
+    crate::hunt::judging_meaning(&mut meaning, classify, ("test.direction", m.direction));
+    meaning
+}
+
+/// Runs the engine on a metric command hunt's `range`, in `state_dir`, to its end.
+fn engine(
+    cfg: &LocalConfig,
+    m: &MeasureConfig,
+    range: HuntRange,
+    stage: Stage<'_>,
+    classify: crate::config::ClassifyConfig,
+    limits: Limits,
+    replay: Option<&Path>,
+) -> Result<Outcome, HuntError> {
+    let state_dir = stage.dir;
+    let mut meaning = range.meaning();
+    meaning.extend(judged_meaning(cfg, m, &classify));
     let mut tuning = crate::hunt::tuning(&classify);
     tuning.insert("test.jobs".into(), cfg.test.jobs.to_string());
     let (_lock, journal, mut state) =
@@ -238,9 +335,9 @@ fn engine(
         revert: Some(Box::new(crate::build::revert::reverter(&cfg.repo))),
         reverting: stage.reverting.as_ref().map(|(c, _)| c.clone()),
         kind: HuntKind::Measured,
-        stop_at_baselines,
-        pairs: None,
-        budget: None,
+        stop_at_baselines: limits.stop_at_baselines,
+        pairs: limits.pairs,
+        budget: limits.budget,
         forecast: crate::hunt::driver::Forecasting::Off,
     };
     let mut driver = match stage.reverting {

@@ -51,6 +51,30 @@ impl<'a> Context<'a> {
             reproduction,
         }
     }
+
+    /// What a report of a measured hunt reads from its hunt file (a kernel hunt, or a metric
+    /// command hunt whose command is its workload); `None` for a hunt judged by exit status.
+    pub fn of(file: &'a crate::config::HuntFile, reproduction: bool) -> Option<Context<'a>> {
+        use crate::config::HuntFile;
+        Some(match file {
+            HuntFile::Kernel(cfg) => Context::kernel(cfg, reproduction),
+            HuntFile::Local(cfg) => {
+                let m = cfg.test.measure.as_ref()?;
+                Context {
+                    name: &cfg.name,
+                    hunt_file: &cfg.source,
+                    // The command is in the hunt file: it is the workload.
+                    workload_file: &cfg.source,
+                    metric: &m.metric.field,
+                    direction: m.direction,
+                    settings: &cfg.report,
+                    classify: &m.classify,
+                    command: Some(&cfg.test.command),
+                    reproduction,
+                }
+            }
+        })
+    }
 }
 
 /// A report's data: what every format shows. Serialised, it is the JSON report.

@@ -163,7 +163,7 @@ pub fn export(cfg: &SeriesConfig, state: &SeriesState, reports: &[(u32, String)]
         name: cfg.name.clone(),
         branch: cfg.branch.clone(),
         remote: cfg.remote.clone(),
-        metric: cfg.hunt.workload.metric.clone(),
+        metric: cfg.metric().to_owned(),
         reference: state.reference.clone(),
         nights,
         changes,

@@ -15,7 +15,8 @@ pub mod fetch;
 pub mod reports;
 pub mod tell;
 
-use crate::config::{Build, SeriesConfig};
+use crate::config::series::Measured;
+use crate::config::{Build, HuntFile, SeriesConfig};
 use crate::error::exit_code;
 use crate::hunt::{self, short, HuntError, HuntState};
 use crate::journal::{BootOutcome, Event, HuntEnd, Journal, JournalError};
@@ -67,19 +68,27 @@ pub fn hunt_dir(state_dir: &Path, id: u32) -> PathBuf {
     state_dir.join("hunts").join(format!("{id:03}"))
 }
 
-/// The hunt file of change `c`'s hunt: between its two commits, on the metric it moved most.
-pub fn hunt_of(cfg: &SeriesConfig, c: &db::Change) -> crate::config::HuntConfig {
+/// The hunt file of change `c`'s hunt: between its two commits, on the metric it moved most
+/// (a benchmark series has one).
+pub fn hunt_of(cfg: &SeriesConfig, c: &db::Change) -> HuntFile {
     let mut hunt = cfg.hunt_between(&c.good, &c.bad, &hunt_dir(&cfg.state_dir, c.id));
-    if let Some((metric, direction)) = cfg.metrics.iter().find(|(m, _)| *m == c.metric) {
-        hunt.workload.metric = metric.clone();
-        hunt.workload.direction = *direction;
+    if let HuntFile::Kernel(k) = &mut hunt {
+        if let Some((metric, direction)) = cfg.metrics.iter().find(|(m, _)| *m == c.metric) {
+            k.workload.metric = metric.clone();
+            k.workload.direction = *direction;
+        }
     }
     hunt
 }
 
 /// What a series' values mean: a series file that changes one of these is another series.
 pub fn meaning(cfg: &SeriesConfig) -> Result<BTreeMap<String, String>, WatchError> {
-    let mut m = hunt::measurement_meaning(&cfg.hunt)?;
+    let mut m = match cfg.measured() {
+        Measured::Kernel(k) => hunt::measurement_meaning(k)?,
+        Measured::Command(local, measure) => {
+            crate::local::measured::measurement_meaning(local, measure)
+        }
+    };
     m.insert("series.remote".into(), cfg.remote.clone());
     m.insert("series.branch".into(), cfg.branch.clone());
     Ok(m)
@@ -258,8 +267,22 @@ async fn measure(
     dir: &Path,
     boots: usize,
 ) -> Result<Result<(Vec<SeriesBoot>, String), String>, WatchError> {
-    let hunt_cfg = cfg.hunt_between(&night.reference, &night.head, dir);
-    match hunt::measure_pair(&hunt_cfg, dir, boots).await {
+    let measured = match cfg.hunt_between(&night.reference, &night.head, dir) {
+        HuntFile::Kernel(k) => hunt::measure_pair(&k, dir, boots).await,
+        HuntFile::Local(l) => {
+            let dir = dir.to_owned();
+            off_runtime(move || {
+                let m = l
+                    .test
+                    .measure
+                    .as_ref()
+                    .expect("a series' [test] is measured");
+                crate::local::measured::measure_pair(&l, m, &dir, boots)
+            })
+            .await
+        }
+    };
+    match measured {
         Ok(outcome) => {
             let summary = match outcome.end {
                 HuntEnd::Measured { summary } => summary,
@@ -353,7 +376,12 @@ fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<Str
         return Ok(Some(failure));
     }
     let boots = state.boots.get(head).map_or(&[][..], Vec::as_slice);
-    let settings = hunt::settings(&cfg.hunt);
+    let settings = match cfg.measured() {
+        Measured::Kernel(k) => hunt::settings(k),
+        Measured::Command(local, m) => {
+            crate::local::measured::settings(local, m, m.classify.clone())
+        }
+    };
     Ok(hunt::judge::endpoint_failing(
         &settings, head, "head", boots,
     ))
@@ -361,11 +389,15 @@ fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<Str
 
 /// Every boot of a night, from its journal.
 fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchError> {
-    let config = match &cfg.hunt.build {
-        Build::Source(b) => std::fs::read(&b.kernel_config)
-            .map(|k| hunt::prelude::content_hash(&k))
-            .unwrap_or_default(),
-        Build::Prebuilt(_) => String::new(),
+    let config = match cfg.measured() {
+        Measured::Kernel(k) => match &k.build {
+            Build::Source(b) => std::fs::read(&b.kernel_config)
+                .map(|k| hunt::prelude::content_hash(&k))
+                .unwrap_or_default(),
+            Build::Prebuilt(_) => String::new(),
+        },
+        // A benchmark's build is its [test] build, part of the series' meaning.
+        Measured::Command(..) => String::new(),
     };
     let entries = Journal::open_read_only(&hunt::journal_path(dir))?.events()?;
     Ok(entries
@@ -411,8 +443,8 @@ async fn hunt_regression(
     let Some(change) = db.state.open_regression().cloned() else {
         return Ok(());
     };
-    let hunt_cfg = hunt_of(cfg, &change);
-    let dir = hunt_cfg.state_dir.clone();
+    let hunt_file = hunt_of(cfg, &change);
+    let dir = hunt_file.state_dir().to_owned();
     out.say(format!(
         "regression #{}: hunting between {} and {} (at most {} boots) in {}",
         change.id,
@@ -421,7 +453,22 @@ async fn hunt_regression(
         cfg.hunt_boots,
         dir.display()
     ));
-    let outcome = match hunt::run_budgeted(&hunt_cfg, cfg.hunt_boots as usize).await {
+    let budget = cfg.hunt_boots as usize;
+    let hunted = match hunt_file {
+        HuntFile::Kernel(k) => hunt::run_budgeted(&k, budget).await,
+        HuntFile::Local(l) => {
+            off_runtime(move || {
+                let m = l
+                    .test
+                    .measure
+                    .as_ref()
+                    .expect("a series' [test] is measured");
+                crate::local::measured::run_budgeted(&l, m, budget)
+            })
+            .await
+        }
+    };
+    let outcome = match hunted {
         Ok(o) => match o.end {
             HuntEnd::Found { commit } => RegressionState::Found {
                 culprit: commit,
@@ -478,6 +525,16 @@ async fn hunt_regression(
         }
     }
     Ok(())
+}
+
+/// Runs a metric command hunt's engine, which drives its own single-threaded runtime (its
+/// runs are timed: nothing else of firstbad's may share its thread), on a thread of its own.
+async fn off_runtime(
+    f: impl FnOnce() -> Result<hunt::Outcome, HuntError> + Send + 'static,
+) -> Result<hunt::Outcome, HuntError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| HuntError::Infrastructure(format!("the command hunt's thread: {e}")))?
 }
 
 /// A regression's state in a line.

@@ -2,7 +2,7 @@
 //! for the culprit mail, the HTML page the dashboard links to, the JSON for the webhook.
 
 use super::WatchError;
-use crate::config::HuntConfig;
+use crate::config::HuntFile;
 use crate::hunt::{journal_path, HuntState};
 use crate::journal::Journal;
 use crate::report::{self, Commits};
@@ -18,10 +18,13 @@ pub struct HuntReports {
     pub html: PathBuf,
 }
 
-/// Renders the reports of the hunt in `cfg.state_dir`, writing its HTML page there;
-/// `None` when it has no journal yet.
-pub fn hunt_reports(cfg: &HuntConfig) -> Result<Option<HuntReports>, WatchError> {
-    let path = journal_path(&cfg.state_dir);
+/// Renders the reports of the hunt in the hunt file's state directory, writing its HTML page
+/// there; `None` when it has no journal yet.
+pub fn hunt_reports(file: &HuntFile) -> Result<Option<HuntReports>, WatchError> {
+    let Some(ctx) = report::Context::of(file, false) else {
+        return Ok(None);
+    };
+    let path = journal_path(file.state_dir());
     if !path.exists() {
         return Ok(None);
     }
@@ -30,11 +33,10 @@ pub fn hunt_reports(cfg: &HuntConfig) -> Result<Option<HuntReports>, WatchError>
         return Ok(None);
     };
     let state = HuntState::replay(&j.events()?);
-    let ctx = report::Context::kernel(cfg, false);
-    let commits = report::GitCommits::open(&cfg.repo);
+    let commits = report::GitCommits::open(file.repo());
     let built = report::Report::build(&ctx, &id, &state, &commits);
     let range = commits.range(&id.good, &id.bad);
-    let html = cfg.state_dir.join("report.html");
+    let html = file.state_dir().join("report.html");
     std::fs::write(&html, report::html::html(&built, range.as_deref()))
         .map_err(|e| WatchError::BadInput(format!("writing {}: {e}", html.display())))?;
     let json = serde_json::from_str(&built.json()).unwrap_or(serde_json::Value::Null);

@@ -87,7 +87,7 @@ fn thread(cfg: &SeriesConfig, c: &Change) -> String {
 /// The metric a change is judged on.
 fn metric<'a>(cfg: &'a SeriesConfig, c: &'a Change) -> &'a str {
     if c.metric.is_empty() {
-        &cfg.hunt.workload.metric
+        cfg.metric()
     } else {
         &c.metric
     }
