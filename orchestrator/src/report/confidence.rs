@@ -1,7 +1,8 @@
 //! How sure a report is of its answer ([`Confidence`]): the endpoints' separation, the
 //! verdicts' error rates, the final re-test and its posterior probability, drift of the host.
 
-use super::model::{CommitReport, Confidence, Context, Estimate, RestOfRegression};
+use super::context::Context;
+use super::model::{CommitReport, Confidence, Estimate, RestOfRegression};
 use crate::config::Direction;
 use crate::hunt::HuntState;
 use crate::journal::{HuntEnd, Verdict};

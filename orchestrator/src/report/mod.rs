@@ -17,6 +17,7 @@
 pub mod bundle;
 mod commits;
 mod confidence;
+mod context;
 pub mod email;
 pub mod html;
 pub mod local;
@@ -30,10 +31,11 @@ pub mod status;
 pub use crate::text;
 
 pub use commits::{Commits, Diffstat, FileChange, GitCommits};
+pub use context::Context;
 pub use markdown::{bisect_log, markdown};
 pub use model::{
-    BootReport, CommitRef, CommitReport, Confidence, Context, Culprit, EndpointStats, Estimate,
-    Regression, Report, SettingDiff,
+    BootReport, CommitRef, CommitReport, Confidence, Culprit, EndpointStats, Estimate, Regression,
+    Report, SettingDiff,
 };
 
 pub use phases::RevertReport;

@@ -5,22 +5,25 @@
 //! point resumes on the next run.
 //!
 //! - `db.rs`: the series' events and their fold; `fetch.rs`: git2 fetch of the branch;
-//! - `detect.rs`: from the nights to a change (the alarm and the history).
+//! - `detect.rs`: from the nights to a change (the alarm and the history);
+//! - `night.rs`: a night's boots (or runs) and its second look.
 
 pub mod cli;
 pub mod dashboard;
 pub mod db;
 pub mod detect;
 pub mod fetch;
+mod night;
 pub mod reports;
 pub mod tell;
 
 use crate::config::series::Measured;
-use crate::config::{Build, HuntFile, SeriesConfig};
+use crate::config::{HuntFile, SeriesConfig};
 use crate::error::exit_code;
-use crate::hunt::{self, short, HuntError, HuntState};
-use crate::journal::{BootOutcome, Event, HuntEnd, Journal, JournalError};
-use db::{Night, RegressionState, SecondLook, SeriesBoot, SeriesDb, SeriesEvent};
+use crate::hunt::{self, short, HuntError};
+use crate::journal::{HuntEnd, JournalError};
+use db::{RegressionState, SeriesDb, SeriesEvent};
+use night::{off_runtime, run_night, second_look};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -225,214 +228,6 @@ async fn new_night(
     run_night(cfg, db, &n, out).await
 }
 
-/// Boots a night's head and reference to the series' count; its end goes to the database.
-async fn run_night(
-    cfg: &SeriesConfig,
-    db: &mut SeriesDb,
-    night: &Night,
-    out: &mut Cycle,
-) -> Result<(), WatchError> {
-    let dir = night_dir(&cfg.state_dir, night.night);
-    match measure(cfg, night, &dir, cfg.boots).await? {
-        Ok((boots, summary)) => {
-            db.record(SeriesEvent::NightMeasured {
-                night: night.night,
-                boots,
-                summary: summary.clone(),
-            })?;
-            out.say(format!("night {}: {summary}", night.night));
-        }
-        Err(reason) => {
-            db.record(SeriesEvent::NightFailed {
-                night: night.night,
-                reason: reason.clone(),
-            })?;
-            out.say(format!(
-                "night {}: the head {} {reason}; the next head is tested on the next night",
-                night.night,
-                short(&night.head)
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Boots `night`'s head and reference `boots` times each, interleaved, in `dir`'s journal
-/// (resuming it): every boot of the journal and the medians' summary, or why the head cannot
-/// be measured ([`head_failure`]). Any other stop (the reference, a host) is an error, which
-/// the next cycle resumes.
-async fn measure(
-    cfg: &SeriesConfig,
-    night: &Night,
-    dir: &Path,
-    boots: usize,
-) -> Result<Result<(Vec<SeriesBoot>, String), String>, WatchError> {
-    let measured = match cfg.hunt_between(&night.reference, &night.head, dir) {
-        HuntFile::Kernel(k) => hunt::measure_pair(&k, dir, boots).await,
-        HuntFile::Local(l) => {
-            let dir = dir.to_owned();
-            off_runtime(move || {
-                let m = l
-                    .test
-                    .measure
-                    .as_ref()
-                    .expect("a series' [test] is measured");
-                crate::local::measured::measure_pair(&l, m, &dir, boots)
-            })
-            .await
-        }
-    };
-    match measured {
-        Ok(outcome) => {
-            let summary = match outcome.end {
-                HuntEnd::Measured { summary } => summary,
-                other => format!("{other:?}"),
-            };
-            Ok(Ok((night_boots(cfg, dir)?, summary)))
-        }
-        Err(e) => match head_failure(cfg, dir, &night.head)? {
-            Some(reason) => Ok(Err(reason)),
-            None => Err(e.into()),
-        },
-    }
-}
-
-/// A second look at the newest night (issue 36, item 2): when its boots are suspicious and
-/// not decisive ([`detect::suspicious`]), `series.second_look` more boots of each side the
-/// same night, in the night's `second-look` journal (the kernels are cached: boots, no
-/// builds), added to its boots before it is judged. Once a night; a cycle killed in it
-/// resumes it.
-async fn second_look(
-    cfg: &SeriesConfig,
-    db: &mut SeriesDb,
-    out: &mut Cycle,
-) -> Result<(), WatchError> {
-    let Some(night) = db
-        .state
-        .nights
-        .last()
-        .filter(|n| n.boots.is_some())
-        .cloned()
-    else {
-        return Ok(());
-    };
-    let n = night.night;
-    match night.second_look {
-        SecondLook::Measured => return Ok(()),
-        SecondLook::None => {
-            if cfg.second_look == 0 || db.state.judged.contains(&n) {
-                return Ok(());
-            }
-            let Some(why) = detect::suspicious(cfg, &db.state, n) else {
-                return Ok(());
-            };
-            db.record(SeriesEvent::SecondLookStarted {
-                night: n,
-                why: why.clone(),
-            })?;
-            out.say(format!(
-                "night {n}: a second look, {} more boots of each side: {why}",
-                cfg.second_look
-            ));
-        }
-        SecondLook::Started => out.say(format!("night {n}: resuming its second look")),
-    }
-    let dir = night_dir(&cfg.state_dir, n).join("second-look");
-    let (boots, summary) = if cfg.second_look == 0 {
-        (
-            Vec::new(),
-            "second looks were turned off before it ended".to_owned(),
-        )
-    } else {
-        match measure(cfg, &night, &dir, cfg.second_look).await? {
-            Ok(measured) => measured,
-            // What it measured before the head failed is kept.
-            Err(reason) => (
-                night_boots(cfg, &dir)?,
-                format!("ended early: the head {reason}"),
-            ),
-        }
-    };
-    db.record(SeriesEvent::SecondLookMeasured {
-        night: n,
-        boots,
-        summary: summary.clone(),
-    })?;
-    out.say(format!("night {n}: second look: {summary}"));
-    Ok(())
-}
-
-/// Why a night's head cannot be measured (it does not build, or its boots fail), read from
-/// the night's journal; `None` when the night stopped for another reason (the reference, a
-/// host), which the next cycle resumes.
-fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<String>, WatchError> {
-    let path = hunt::journal_path(dir);
-    if !path.exists() {
-        return Ok(None);
-    }
-    let entries = Journal::open_read_only(&path)?.events()?;
-    let state = HuntState::replay(&entries);
-    if let Some(failure) = state.builds.get(head).and_then(|b| b.failure()) {
-        return Ok(Some(failure));
-    }
-    let boots = state.boots.get(head).map_or(&[][..], Vec::as_slice);
-    let settings = match cfg.measured() {
-        Measured::Kernel(k) => hunt::settings(k),
-        Measured::Command(local, m) => {
-            crate::local::measured::settings(local, m, m.classify.clone())
-        }
-    };
-    Ok(hunt::judge::endpoint_failing(
-        &settings, head, "head", boots,
-    ))
-}
-
-/// Every boot of a night, from its journal.
-fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchError> {
-    let config = match cfg.measured() {
-        Measured::Kernel(k) => match &k.build {
-            Build::Source(b) => std::fs::read(&b.kernel_config)
-                .map(|k| hunt::prelude::content_hash(&k))
-                .unwrap_or_default(),
-            Build::Prebuilt(_) => String::new(),
-        },
-        // A benchmark's build is its [test] build, part of the series' meaning.
-        Measured::Command(..) => String::new(),
-    };
-    let entries = Journal::open_read_only(&hunt::journal_path(dir))?.events()?;
-    Ok(entries
-        .into_iter()
-        .filter_map(|e| match e.event {
-            Event::BootFinished {
-                commit,
-                host,
-                outcome,
-                ..
-            } => Some(match outcome {
-                BootOutcome::Measured { value, result, .. } => SeriesBoot {
-                    commit,
-                    at_ms: e.at_ms,
-                    host,
-                    config: config.clone(),
-                    value: Some(value),
-                    metrics: result.metrics,
-                    failed: None,
-                },
-                BootOutcome::Failed { reason, .. } => SeriesBoot {
-                    commit,
-                    at_ms: e.at_ms,
-                    host,
-                    config: config.clone(),
-                    value: None,
-                    metrics: BTreeMap::new(),
-                    failed: Some(reason),
-                },
-            }),
-            _ => None,
-        })
-        .collect())
-}
-
 /// Runs (or resumes) the hunt of the open regression, within the series' boot budget, and
 /// journals its outcome.
 async fn hunt_regression(
@@ -525,16 +320,6 @@ async fn hunt_regression(
         }
     }
     Ok(())
-}
-
-/// Runs a metric command hunt's engine, which drives its own single-threaded runtime (its
-/// runs are timed: nothing else of firstbad's may share its thread), on a thread of its own.
-async fn off_runtime(
-    f: impl FnOnce() -> Result<hunt::Outcome, HuntError> + Send + 'static,
-) -> Result<hunt::Outcome, HuntError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HuntError::Infrastructure(format!("the command hunt's thread: {e}")))?
 }
 
 /// A regression's state in a line.
