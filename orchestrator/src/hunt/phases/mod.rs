@@ -10,3 +10,4 @@ pub mod forecast;
 pub mod hosts;
 pub mod refine;
 pub mod revert;
+mod rounds;

@@ -2,7 +2,7 @@
 //! the bad endpoint ([`crate::build::revert`]), that kernel built and booted in interleaved
 //! rounds beside good and bad until the rounds say how much of the regression reverting the
 //! culprit recovers: its level between good and bad read as the re-test reads the parent's
-//! ([`confirm::admit`]), with a 99% interval. What a maintainer asks first, and what KernelCI's
+//! ([`rounds::admit`](super::rounds::admit)), with a 99% interval. What a maintainer asks first, and what KernelCI's
 //! legacy bisection checked (the revert passing three times) before it mailed a culprit.
 //!
 //! Kernel hunts over git in baselines mode only: the plan's reverter makes the commit (none in
@@ -12,7 +12,7 @@
 use super::super::driver::{Decision, Driver};
 use super::super::judge::Judge;
 use super::super::{same_kernel, short, shorts, HuntState};
-use super::confirm::{admit, Rounds};
+use super::rounds::{admit, Rounds};
 use crate::build::revert::RevertMade;
 use crate::config::Direction;
 use crate::journal::{BuildOutcome, Event, Recovers};
