@@ -7,7 +7,8 @@
 //! holding a NUL is refused before TOML reads it; every error is one line naming the file.
 //!
 //! - `raw.rs`: the serde structs, as written; `read.rs`: the text checks and TOML errors;
-//! - `validate.rs`: raw to validated, table by table; `hosts.rs`: `[[hosts]]` of each kind;
+//! - `validate.rs`: raw to validated, table by table; `hosts.rs`: `[[hosts]]` of each kind,
+//!   its types and their validation;
 //! - `bounds.rs`: the range of every number; `expand.rs`: `~/`, `${VAR:-default}`.
 
 pub mod bounds;
@@ -24,6 +25,9 @@ pub mod ssh;
 pub(crate) mod url;
 mod validate;
 
+pub use hosts::{
+    Accel, HostConfig, HostKind, Install, LavaConfig, LavaToken, QemuConfig, SshConfig,
+};
 pub(crate) use read::snippet;
 pub use read::MAX_FILE_BYTES;
 pub use series::SeriesConfig;
@@ -326,146 +330,6 @@ pub enum Ccache {
     On,
     /// Never.
     Off,
-}
-
-/// One test host.
-#[derive(Debug, Clone)]
-pub struct HostConfig {
-    /// Name in logs and the journal.
-    pub name: String,
-    /// What kind of host it is.
-    pub kind: HostKind,
-}
-
-/// Host kinds.
-#[derive(Debug, Clone)]
-pub enum HostKind {
-    /// A local qemu VM firstbad boots itself.
-    Qemu(QemuConfig),
-    /// A machine firstbad reaches over SSH, installs kernels on and reboots.
-    Ssh(Box<SshConfig>),
-    /// A LAVA farm: each boot is a job its scheduler gives to a free device.
-    Lava(Box<LavaConfig>),
-}
-
-/// Where a LAVA farm's API token comes from: never the hunt file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LavaToken {
-    /// A file holding it (surrounding whitespace ignored), read when the hunt starts.
-    File(PathBuf),
-    /// An environment variable holding it.
-    Env(String),
-}
-
-/// A LAVA farm (`kind = "lava"`).
-#[derive(Debug, Clone)]
-pub struct LavaConfig {
-    /// The server, e.g. `http://lava.example.org` (the REST API is under `/api/v0.2/`).
-    pub server: String,
-    /// The API token's source.
-    pub token: LavaToken,
-    /// The device type jobs ask for.
-    pub device_type: String,
-    /// Device tags every job asks for (all of them).
-    pub tags: Vec<String>,
-    /// Jobs in flight at most: boots the farm runs at once for this hunt.
-    pub jobs: u32,
-    /// From submission to a finished job; past it firstbad cancels the job and counts a
-    /// failed boot (a farm does not end a job whose worker vanished).
-    pub job_timeout_s: u64,
-    /// How long the server may not answer before the farm is a host error; inside it a
-    /// restart of LAVA costs only time.
-    pub server_deadline_s: u64,
-    /// Size of the ext4 scratch disk each job deploys.
-    pub scratch_mb: u32,
-    /// Appended to the kernel command line.
-    pub extra_cmdline: String,
-    /// The URL under which the host's image directory is served to the farm's workers
-    /// (`http://controller/firstbad/`); `None`: `file://` paths, for a worker on this machine.
-    pub images_url: Option<String>,
-}
-
-/// A machine reached over SSH (`kind = "ssh"`).
-#[derive(Debug, Clone)]
-pub struct SshConfig {
-    /// Who and where, with authentication, host key check and keepalive.
-    pub target: ssh::SshTarget,
-    /// Bound on TCP connect, handshake and authentication.
-    pub connect_timeout_s: u64,
-    /// Bound on any one remote command (uploads get this plus 1 s per MiB).
-    pub command_timeout_s: u64,
-    /// From the reboot to a verified machine with a healthy agent.
-    pub boot_timeout_s: u64,
-    /// How a candidate is installed and booted.
-    pub install: Install,
-    /// Local shell command that power-cycles the machine (`ipmitool ... chassis power
-    /// cycle`, a PDU script); without it a host that does not come back needs a person.
-    pub power_cycle: Option<String>,
-    /// Local shell command whose output is the machine's console (`ipmitool ... sol
-    /// activate`, `virsh console`, a serial server); copied to each boot's console log.
-    pub console: Option<String>,
-    /// Port the agent listens on, on the machine.
-    pub agent_port: u16,
-    /// Where firstbad reaches the agent (default `http://<host>:<agent_port>`).
-    pub agent_url: String,
-    /// Directory on the machine for kernels, the agent and its scratch files.
-    pub remote_dir: String,
-}
-
-/// How an ssh host installs and boots a candidate. Placeholders `{image}`, `{release}` and
-/// `{initrd}` in user text are replaced by shell-quoted values.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Install {
-    /// `kexec -l` the image with this command line (default: the running kernel's
-    /// `/proc/cmdline`), then `kexec -e`.
-    Kexec {
-        /// The candidate's command line, or `None` for the running one.
-        cmdline: Option<String>,
-    },
-    /// Copy to /boot, `update-grub`, `grub-reboot <entry>` (a one-time entry: a kernel that
-    /// does not boot falls back to the default on the next power cycle), `reboot`.
-    GrubReboot {
-        /// The menu entry, e.g. `Advanced options for Debian GNU/Linux>Debian GNU/Linux,
-        /// with Linux {release}`.
-        entry: String,
-    },
-    /// The user's own commands, then the reboot command.
-    Commands {
-        /// Run in order; any failure fails the boot.
-        commands: Vec<String>,
-        /// Run in the background after them (default `reboot`).
-        reboot: String,
-    },
-}
-
-/// A local qemu VM.
-#[derive(Debug, Clone)]
-pub struct QemuConfig {
-    /// Guest memory in MiB.
-    pub memory_mb: u32,
-    /// Guest CPUs.
-    pub cpus: u32,
-    /// Accelerator choice.
-    pub accel: Accel,
-    /// From qemu start to a healthy agent; past it the boot is a failure (a skip).
-    pub boot_timeout_s: u64,
-    /// Size of the ext4 scratch disk the workload writes to.
-    pub scratch_mb: u32,
-    /// Appended to the kernel command line.
-    pub extra_cmdline: String,
-    /// How the scratch disk behaves ([`disk::DiskModel`]).
-    pub disk: disk::DiskModel,
-}
-
-/// qemu accelerator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Accel {
-    /// KVM when a probe with a timeout shows that it works, TCG otherwise.
-    Auto,
-    /// Always KVM.
-    Kvm,
-    /// Always TCG (software emulation).
-    Tcg,
 }
 
 /// Which way is worse for a metric.
