@@ -7,7 +7,8 @@
 //! holding a NUL is refused before TOML reads it; every error is one line naming the file.
 //!
 //! - `raw.rs`: the serde structs, as written; `read.rs`: the text checks and TOML errors;
-//! - `validate.rs`: raw to validated, table by table; `hosts.rs`: `[[hosts]]` of each kind,
+//! - `validate.rs`: raw to validated, table by table (`build_table.rs`, `classify_table.rs`,
+//!   `test_table.rs` beside it); `hosts.rs`: `[[hosts]]` of each kind,
 //!   its types and their validation;
 //! - `bounds.rs`: the range of every number; `expand.rs`: `~/`, `${VAR:-default}`.
 
@@ -22,6 +23,7 @@ mod raw;
 mod read;
 pub mod series;
 pub mod ssh;
+mod test_table;
 pub(crate) mod url;
 mod validate;
 
