@@ -16,9 +16,11 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 mod events;
+mod outcomes;
 mod verify;
 
 pub use events::*;
+pub use outcomes::*;
 
 /// A journal error.
 #[derive(Debug, thiserror::Error)]
