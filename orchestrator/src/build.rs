@@ -24,7 +24,7 @@ mod make;
 mod modules;
 pub mod revert;
 
-pub use checkout::checkout_detached;
+pub use checkout::{checkout_detached, remove_worktrees_under};
 pub use make::error_lines;
 use make::{run_with_deadline, MakeResult};
 pub use modules::{config_has_modules, pack_modules};

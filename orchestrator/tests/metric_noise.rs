@@ -801,4 +801,11 @@ fn a_nightly_series_of_the_benchmark_finds_the_20_percent_step_and_hunts_its_cul
         status.contains(&format!("culprit {}, confirmed", &h.culprit[..12])),
         "{status}\n{slow}"
     );
+    // No checkout outlives its night or its hunt: a series runs for months.
+    let worktrees = git_ok(&h.dir().join("watch-repo"), &["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
+    for night in ["nights/0002", "nights/0003", "hunts/001"] {
+        let trees = h.dir().join("state-nightly").join(night).join("trees");
+        assert!(!trees.exists(), "{} is still there", trees.display());
+    }
 }

@@ -2,6 +2,31 @@
 
 use super::*;
 
+/// Removes every linked worktree of `repo_path` checked out under `dir` (their files and the
+/// repository's record of them), then `dir` itself: the trees of a series' night once it is
+/// measured, or of its hunt once it ended, which nothing reads again. A worktree elsewhere is
+/// left alone. Returns how many were removed.
+pub fn remove_worktrees_under(repo_path: &Path, dir: &Path) -> Result<usize, BuildError> {
+    let Ok(under) = std::fs::canonicalize(dir) else {
+        return Ok(0);
+    };
+    let repo = git2::Repository::open(repo_path)?;
+    let mut removed = 0;
+    for name in repo.worktrees()?.iter().flatten() {
+        let tree = repo.find_worktree(name)?;
+        let at = std::fs::canonicalize(tree.path()).unwrap_or_else(|_| tree.path().to_owned());
+        if !at.starts_with(&under) {
+            continue;
+        }
+        let mut opts = git2::WorktreePruneOptions::new();
+        opts.valid(true).working_tree(true).locked(true);
+        tree.prune(Some(&mut opts))?;
+        removed += 1;
+    }
+    std::fs::remove_dir_all(&under).map_err(io("removing the trees' directory"))?;
+    Ok(removed)
+}
+
 /// Checks `commit` out into `src`, a linked worktree of `repo_path` named `name` (created on
 /// first use, detached HEAD; the user's own checkout is never touched). Only files that differ
 /// are rewritten; untracked files are kept, as `git checkout` keeps them.

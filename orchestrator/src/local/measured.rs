@@ -372,6 +372,11 @@ fn engine(
     })
 }
 
+/// Where a metric command hunt in `state_dir` checks its candidates out, one tree each.
+pub fn trees_dir(state_dir: &Path) -> std::path::PathBuf {
+    trees::trees_dir(state_dir)
+}
+
 /// The last `n` non-empty lines of a file.
 fn last_lines(path: &Path, n: usize) -> Vec<String> {
     let mut lines: Vec<String> = super::tail(path, n + 20)

@@ -286,6 +286,7 @@ async fn hunt_regression(
         }
     };
     out.say(format!("regression #{}: {}", change.id, describe(&outcome)));
+    night::remove_trees(cfg, &dir);
     let culprit = match &outcome {
         RegressionState::Found { culprit, .. } => Some(culprit.clone()),
         _ => None,

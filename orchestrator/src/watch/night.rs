@@ -68,18 +68,36 @@ async fn measure(
             .await
         }
     };
-    match measured {
+    let ended = match measured {
         Ok(outcome) => {
             let summary = match outcome.end {
                 HuntEnd::Measured { summary } => summary,
                 other => format!("{other:?}"),
             };
-            Ok(Ok((night_boots(cfg, dir)?, summary)))
+            Ok((night_boots(cfg, dir)?, summary))
         }
         Err(e) => match head_failure(cfg, dir, &night.head)? {
-            Some(reason) => Ok(Err(reason)),
-            None => Err(e.into()),
+            Some(reason) => Err(reason),
+            // Kept: the next cycle resumes the night in them.
+            None => return Err(e.into()),
         },
+    };
+    remove_trees(cfg, dir);
+    Ok(ended)
+}
+
+/// A benchmark series' checkouts in `dir` (a night's, its second look's, a hunt's) once what
+/// runs in them has ended: a series that runs for months makes two or more a night and reads
+/// none of them again. A kernel series has none (its kernels are in the build cache). A
+/// failure is a warning: the night's values are in the database already.
+pub(super) fn remove_trees(cfg: &SeriesConfig, dir: &Path) {
+    let Measured::Command(..) = cfg.measured() else {
+        return;
+    };
+    let trees = crate::local::measured::trees_dir(dir);
+    match crate::build::remove_worktrees_under(&cfg.repo, &trees) {
+        Ok(n) => tracing::debug!("removed {n} checkouts under {}", trees.display()),
+        Err(e) => tracing::warn!("removing the checkouts under {}: {e}", trees.display()),
     }
 }
 

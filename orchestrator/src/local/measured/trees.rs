@@ -30,6 +30,11 @@ struct Trees {
     timeout: Duration,
 }
 
+/// Where the trees of a hunt in `state_dir` are.
+pub(super) fn trees_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("trees")
+}
+
 impl TreeBuilder {
     pub(super) fn new(
         cfg: &LocalConfig,
@@ -55,7 +60,7 @@ impl TreeBuilder {
         Ok(TreeBuilder(Arc::new(Trees {
             repo,
             worktrees,
-            trees: state_dir.join("trees"),
+            trees: trees_dir(&state_dir),
             logs: state_dir.join("builds"),
             key: content_hash(state_dir.to_string_lossy().as_bytes()),
             build: m.build.clone(),
