@@ -938,6 +938,36 @@ fn a_100_kb_subject_is_cut_in_the_email_report_and_no_line_passes_998_bytes() {
 /// Issue 34: `firstbad report --bundle DIR` writes what a maintainer reruns the conviction
 /// with: a hunt file of the culprit and its parent that loads as one, the kernel config, the
 /// workload, the script and the e-mail report, in DIR and in DIR.tar.
+/// Exit 1, "an unexpected error" (docs: the exit codes), has a test of its own (issue 30): a
+/// report whose file cannot be written (here a directory) names the file and the cause, and
+/// nothing else of the hunt changes.
+#[test]
+fn a_report_that_cannot_be_written_exits_1_and_names_the_file() {
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = firstbad::hunt::journal_path(&f.cfg.state_dir);
+    let before = std::fs::read(&journal).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(["report", f.cfg.source.to_str().unwrap(), "--output"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "firstbad: error: writing {}",
+            dir.path().display()
+        )) && stderr.contains("directory"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "the journal untouched"
+    );
+}
+
 #[test]
 fn a_reproduce_bundle_holds_a_hunt_file_of_the_culprit_and_its_parent_that_loads() {
     let f = fixture();
