@@ -48,14 +48,7 @@ pub fn run(
     m: &MeasureConfig,
     replay: Option<&Path>,
 ) -> Result<Outcome, HuntError> {
-    let range = HuntRange::load(
-        &cfg.source,
-        &cfg.repo,
-        &cfg.goods,
-        &cfg.bad,
-        &cfg.paths,
-        cfg.first_parent,
-    )?;
+    let range = super::range(cfg)?;
     let (good, bad) = (range.goods[0].clone(), range.bad.clone());
     let mut first = engine(
         cfg,
@@ -218,14 +211,7 @@ pub fn run_budgeted(
     m: &MeasureConfig,
     budget: usize,
 ) -> Result<Outcome, HuntError> {
-    let range = HuntRange::load(
-        &cfg.source,
-        &cfg.repo,
-        &cfg.goods,
-        &cfg.bad,
-        &cfg.paths,
-        cfg.first_parent,
-    )?;
+    let range = super::range(cfg)?;
     let limits = Limits {
         budget: Some(budget),
         ..Limits::default()

@@ -72,20 +72,26 @@ pub fn rounds(entries: &[Entry]) -> u32 {
     max
 }
 
-/// Runs (or resumes) a local command hunt to its end: judged by exit status, or by a metric
-/// ([`measured`]) when `[test] metric` is set.
-pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
-    if let Some(m) = &cfg.test.measure {
-        return measured::run(cfg, m, replay);
-    }
-    let range = HuntRange::load(
+/// A command hunt's range: its commits between good and bad, `paths` and `first_parent`
+/// applied.
+fn range(cfg: &LocalConfig) -> Result<HuntRange, HuntError> {
+    HuntRange::load(
         &cfg.source,
         &cfg.repo,
         &cfg.goods,
         &cfg.bad,
         &cfg.paths,
         cfg.first_parent,
-    )?;
+    )
+}
+
+/// Runs (or resumes) a local command hunt to its end: judged by exit status, or by a metric
+/// ([`measured`]) when `[test] metric` is set.
+pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntError> {
+    if let Some(m) = &cfg.test.measure {
+        return measured::run(cfg, m, replay);
+    }
+    let range = range(cfg)?;
     let mut meaning = range.meaning();
     meaning.insert("test.command".into(), cfg.test.command.clone());
     let tuning = BTreeMap::from([("test.jobs".into(), cfg.test.jobs.to_string())]);

@@ -252,13 +252,8 @@ async fn hunt_regression(
     let hunted = match hunt_file {
         HuntFile::Kernel(k) => hunt::run_budgeted(&k, budget).await,
         HuntFile::Local(l) => {
-            off_runtime(move || {
-                let m = l
-                    .test
-                    .measure
-                    .as_ref()
-                    .expect("a series' [test] is measured");
-                crate::local::measured::run_budgeted(&l, m, budget)
+            off_runtime(*l, move |l, m| {
+                crate::local::measured::run_budgeted(l, m, budget)
             })
             .await
         }

@@ -5,7 +5,7 @@
 use super::db::{Night, SecondLook, SeriesBoot, SeriesDb, SeriesEvent};
 use super::{detect, night_dir, Cycle, WatchError};
 use crate::config::series::Measured;
-use crate::config::{Build, HuntFile, SeriesConfig};
+use crate::config::{Build, HuntFile, LocalConfig, MeasureConfig, SeriesConfig};
 use crate::hunt::{self, short, HuntError, HuntState};
 use crate::journal::{BootOutcome, Event, HuntEnd, Journal};
 use std::collections::BTreeMap;
@@ -57,13 +57,8 @@ async fn measure(
         HuntFile::Kernel(k) => hunt::measure_pair(&k, dir, boots).await,
         HuntFile::Local(l) => {
             let dir = dir.to_owned();
-            off_runtime(move || {
-                let m = l
-                    .test
-                    .measure
-                    .as_ref()
-                    .expect("a series' [test] is measured");
-                crate::local::measured::measure_pair(&l, m, &dir, boots)
+            off_runtime(*l, move |l, m| {
+                crate::local::measured::measure_pair(l, m, &dir, boots)
             })
             .await
         }
@@ -237,12 +232,21 @@ fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchE
         .collect())
 }
 
-/// Runs a metric command hunt's engine, which drives its own single-threaded runtime (its
-/// runs are timed: nothing else of firstbad's may share its thread), on a thread of its own.
+/// Runs a benchmark series' metric command hunt `f` on its hunt file, on a thread of its own:
+/// its engine drives its own single-threaded runtime (its runs are timed: nothing else of
+/// firstbad's may share its thread).
 pub(super) async fn off_runtime(
-    f: impl FnOnce() -> Result<hunt::Outcome, HuntError> + Send + 'static,
+    local: LocalConfig,
+    f: impl FnOnce(&LocalConfig, &MeasureConfig) -> Result<hunt::Outcome, HuntError> + Send + 'static,
 ) -> Result<hunt::Outcome, HuntError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HuntError::Infrastructure(format!("the command hunt's thread: {e}")))?
+    tokio::task::spawn_blocking(move || {
+        let m = local
+            .test
+            .measure
+            .as_ref()
+            .expect("a series' [test] has a metric (SeriesConfig::parse)");
+        f(&local, m)
+    })
+    .await
+    .map_err(|e| HuntError::Infrastructure(format!("the command hunt's thread: {e}")))?
 }
