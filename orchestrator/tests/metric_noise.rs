@@ -494,8 +494,16 @@ impl Hunt {
         );
     }
 
-    /// Asserts the hunt named the 20% culprit (exit 0, or 4 when its posterior does not
-    /// confirm it: see below).
+    /// Asserts the hunt confirmed the 20% culprit and confirmed no commit but the two planted
+    /// steps (exit 0, or 4 when a named commit is not confirmed: see below).
+    ///
+    /// The bisection itself lands on the 20% culprit in most runs. On a host that moves
+    /// mid-hunt it may land elsewhere (CI, 2026-12-06: a step of +16σ from boot 22 on; it
+    /// named `tidy 200`, after both steps): the re-test then says NOT confirmed, puts the
+    /// named commit's parent at the bad level already, and the run hunts the part before it
+    /// and names both steps, confirmed. A wrong commit named and refuted costs boots, not the
+    /// answer; a wrong commit *confirmed* is the failure a user cannot see, and is asserted
+    /// against.
     fn assert_names(&self, h: &History) {
         let why = || {
             format!(
@@ -510,14 +518,22 @@ impl Hunt {
         // to bad): commits between them sit at 67% of the way, which it explains as the host
         // moving, and it puts the named culprit at 0% even when the re-test orders it +20%
         // against its parent. The hunt then says NOT confirmed (exit 4) with the right commit,
-        // in about a third of the runs here (issue 20's note): what is asserted is the commit.
+        // in about a third of the runs here (issue 20's note).
         assert!(matches!(self.code, Some(0 | 4)), "{}", why());
-        assert_eq!(
-            self.named(),
-            Some(&h.culprit[..12]),
-            "the 20% slowdown is {}, the 10% one {}: {}",
-            &h.culprit[..12],
-            &h.second[..12],
+        let named = self.named_all();
+        let planted = [&h.culprit[..12], &h.second[..12]];
+        let culprit_named = named.iter().any(|(c, _)| *c == planted[0]);
+        let wrong_confirmed: Vec<&str> = named
+            .iter()
+            .filter(|(c, ok)| *ok && !planted.contains(c))
+            .map(|(c, _)| *c)
+            .collect();
+        assert!(
+            culprit_named && wrong_confirmed.is_empty(),
+            "the 20% slowdown is {}, the 10% one {}: named, and nothing else \
+             confirmed (named {named:?}, wrongly confirmed {wrong_confirmed:?}): {}",
+            planted[0],
+            planted[1],
             why()
         );
         assert!(
@@ -600,8 +616,9 @@ fn own_timer_run_names_the_20_percent_culprit_then_the_10_percent_step() {
 /// fastest (min: the least disturbed, as the program itself reports), and the 3 times are the
 /// sample's sub-samples.
 ///
-/// It asserts a culprit on real noise, so it fails at about 1 - confidence (1%) of runs by
-/// design. The advice that more of the regression comes later is printed, not asserted: no
+/// It asserts on real noise that the 20% culprit is named and no other commit than the two
+/// planted steps is confirmed ([`Hunt::assert_names`]), so it fails when a wrong commit is
+/// confirmed, at about 1 - confidence (1%) of runs by design. The advice that more of the regression comes later is printed, not asserted: no
 /// hyperfine hunt measured here gave it (0 of 3, docs/metric-hunts.md), because the hunt ends
 /// before the culprit's level between good and bad is known that well (issue 20's note).
 #[test]
