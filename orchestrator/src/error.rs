@@ -34,6 +34,51 @@ pub enum ConfigError {
     },
 }
 
+/// An error that is the host's or firstbad's, not the candidate's: the hunt stops on it.
+///
+/// It lives here, below the hunt, the executor and the hosts, because all three use it: a
+/// host returns it, the executor passes it on, and the hunt wraps it ([`crate::hunt::HuntError::Host`]).
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool the host needs is missing.
+    #[error("{0}")]
+    Missing(String),
+    /// The host is down and firstbad could not bring it back: a person must look at it.
+    #[error("host {host} needs a person: {why}")]
+    NeedsPerson {
+        /// The host's name.
+        host: String,
+        /// What happened and what was tried.
+        why: String,
+    },
+    /// The test itself cannot run, whatever host runs it (a metric hunt's command exited
+    /// 126 or 127, or was killed by a signal): the hunt stops rather than retire the host.
+    #[error("{0}")]
+    Command(String),
+    /// The test as configured can never run, on any host or commit (a command Linux refuses
+    /// for its length, an output larger than firstbad reads): the hunt stops as bad input
+    /// (exit 2), since a rerun would meet it again (issue 32, finding 8).
+    #[error("{0}")]
+    BadInput(String),
+    /// The agent on the host refused this boot's token.
+    #[error("host {host}: {why}")]
+    Agent {
+        /// The host's name.
+        host: String,
+        /// What happened.
+        why: String,
+    },
+}
+
 /// Process exit codes of the `firstbad` binary.
 pub mod exit_code {
     /// The first bad commit was found (or the command succeeded).

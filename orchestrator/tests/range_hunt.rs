@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use firstbad::config::HuntConfig;
 use firstbad::history::{CommitInfo, History, RangeOptions};
-use firstbad::hunt::{self, HuntError, HuntState};
+use firstbad::hunt::{HuntError, HuntState};
 use firstbad::journal::{Entry, Event, HuntIdentity, Journal, RangeInfo, Verdict};
 use firstbad::report::{self, Commits};
 use firstbad::search::{Bisection, Next};
@@ -59,7 +59,7 @@ fn start(p: &Path) -> Result<(), HuntError> {
         .enable_all()
         .build()
         .expect("runtime");
-    match rt.block_on(hunt::run(&cfg)) {
+    match rt.block_on(firstbad::engine::run(&cfg)) {
         Err(HuntError::Infrastructure(_)) => Ok(()),
         Err(e) => Err(e),
         Ok(_) => panic!("no agent: the hunt cannot have run"),

@@ -226,8 +226,8 @@ fn fixture() -> Fixture {
     .unwrap();
     // What `forecast.rs` journals there (its figures are its own tests'; these are the
     // report's).
-    let spread = |median: f64, p90: f64| firstbad::forecast::Spread { median, p90 };
-    j.append(&Event::Forecast(firstbad::forecast::Forecast {
+    let spread = |median: f64, p90: f64| firstbad::journal::Spread { median, p90 };
+    j.append(&Event::Forecast(firstbad::journal::Forecast {
         candidates: ids.len() - 1,
         effect: 10.0,
         spread: 0.05,

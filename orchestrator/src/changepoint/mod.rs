@@ -8,7 +8,7 @@
 //! Everything is on the oriented log scale of [`crate::sequential::oriented`] (larger is worse,
 //! noise multiplicative). Three views of the same nights:
 //!
-//! - **The sum** ([`Detection::accumulated`], [`accumulate`]): the head's excess over the
+//! - **The sum** ([`Detection::accumulated`], [`accumulate()`]): the head's excess over the
 //!   host's level, night after night, added up until it is enough; a false alarm once in
 //!   `false_alarm_nights` quiet nights by design. This is what [`confirmed`] reads.
 //! - **Tonight** ([`Detection::tonight`], [`Detection::alarm`]): tonight's head boots against
@@ -138,7 +138,7 @@ pub struct Detection {
     pub alarm_before: Option<Comparison>,
     /// The history's changes with |effect| ≥ min_effect, oldest first.
     pub change_points: Vec<NightChange>,
-    /// The accumulating test over the nights so far ([`accumulate`]).
+    /// The accumulating test over the nights so far ([`accumulate()`]).
     pub accumulated: Option<Accumulation>,
     /// The regression confirmed tonight, by the rule of [`confirmed`].
     pub confirmed: Option<NightChange>,
@@ -343,7 +343,7 @@ pub fn detect(nights: &[Night], direction: Direction, cfg: &DetectConfig) -> Det
 /// The regression confirmed tonight, if any: when `firstbad watch` should start a hunt (and
 /// between which nights: the night before `night` and `night`).
 ///
-/// The rule: the accumulating test's newest alarm ([`accumulate`]): the head's excess over the
+/// The rule: the accumulating test's newest alarm ([`accumulate()`]): the head's excess over the
 /// host's level, added up night after night, passed the threshold that gives one false alarm
 /// in `false_alarm_nights` quiet nights. The change is placed where the test places it, and
 /// reported with the boot-level test of the nights from it against the nights before it.

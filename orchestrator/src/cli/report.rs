@@ -3,6 +3,7 @@
 
 use super::{chain_of, load_file, open_state, step_stages, write_or_print, Format};
 use firstbad::config::{HuntFile, LocalConfig};
+use firstbad::engine;
 use firstbad::error::exit_code;
 use firstbad::hunt::{self, journal_path, HuntState};
 use firstbad::journal::Journal;
@@ -33,7 +34,7 @@ pub(super) fn report_cmd(
     let text = render(&ctx, repo, &id, &state, format);
     let text = with_steps(text, &ctx, repo, state_dir, format)?;
     let source = match chain_of(&file) {
-        Some(chain) => open_state(state_dir, hunt::chain::SOURCE_STAGE)?
+        Some(chain) => open_state(state_dir, engine::chain::SOURCE_STAGE)?
             .map(|(sid, sstate)| render(&ctx, &chain.repo, &sid, &sstate, format)),
         None => None,
     };

@@ -6,6 +6,7 @@ use super::run::print_outcome;
 use super::{load_file, open_state, runtime, Format};
 use anyhow::Context as _;
 use firstbad::config::HuntFile;
+use firstbad::engine;
 use firstbad::error::exit_code;
 use firstbad::hunt;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ pub(super) fn run(hunt: &Path, html: Option<PathBuf>) -> anyhow::Result<u8> {
             let rt = runtime()?;
             hunt::HuntError::or_interrupted(firstbad::interrupt::block_on(
                 &rt,
-                hunt::reproduce(cfg),
+                engine::reproduce(cfg),
             ))
         }
         HuntFile::Local(cfg) => match &cfg.test.measure {
@@ -42,7 +43,7 @@ pub(super) fn run(hunt: &Path, html: Option<PathBuf>) -> anyhow::Result<u8> {
     if !ended {
         return Ok(code);
     }
-    let dir = hunt::reproduce_dir(file.state_dir());
+    let dir = engine::reproduce_dir(file.state_dir());
     let Some((id, state)) = open_state(&dir, "")? else {
         return Ok(code);
     };

@@ -2,6 +2,7 @@
 
 use super::{chain_of, load_file, open_state, runtime, RepoCommits};
 use firstbad::config::HuntFile;
+use firstbad::engine;
 use firstbad::error::exit_code;
 use firstbad::history::History;
 use firstbad::hunt::{self, short};
@@ -58,7 +59,7 @@ pub(super) fn run(
     let result = match &file {
         HuntFile::Kernel(cfg) => {
             let rt = runtime()?;
-            let run = hunt::run_with(cfg, replay.as_deref(), &restore_host, forecast);
+            let run = engine::run_with(cfg, replay.as_deref(), &restore_host, forecast);
             hunt::HuntError::or_interrupted(firstbad::interrupt::block_on(&rt, run))
         }
         HuntFile::Local(_) if forecast == hunt::Forecasting::Only => {
@@ -256,7 +257,7 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
 fn chained_line(file: &HuntFile) -> Option<String> {
     let chain = chain_of(file)?;
     let (_, state) = open_state(file.state_dir(), "").ok()??;
-    let (source, _) = open_state(file.state_dir(), hunt::chain::SOURCE_STAGE).ok()??;
+    let (source, _) = open_state(file.state_dir(), engine::chain::SOURCE_STAGE).ok()??;
     let HuntEnd::Found { commit } = state.end.as_ref()? else {
         return None;
     };

@@ -151,7 +151,7 @@ fn sim_forecast(replicates: Option<usize>, seed: u64) -> anyhow::Result<u8> {
     let reps = replicates.unwrap_or(100);
     let mut rows = Vec::new();
     for cell in sim::forecast_cells() {
-        let row = sim::forecast_check(&cell, reps, seed, firstbad::forecast::FORECAST_HUNTS);
+        let row = sim::forecast_check(&cell, reps, seed, firstbad::sim::forecast::FORECAST_HUNTS);
         eprint!("{}", sim::forecast_row(&row));
         rows.push(row);
     }

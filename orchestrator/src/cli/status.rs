@@ -3,6 +3,7 @@
 
 use super::{chain_of, load_file, run_ended, step_stages};
 use firstbad::config::HuntFile;
+use firstbad::engine;
 use firstbad::error::exit_code;
 use firstbad::hunt::{self, journal_path, HuntState};
 use firstbad::journal::Journal;
@@ -44,9 +45,9 @@ pub(super) fn run(hunt: &Path, follow: bool, interval: u64) -> anyhow::Result<u8
                 print!("{}", render(&file, &id, &entries, now));
                 // A chained hunt in its source stage: that stage too.
                 if let (HuntFile::Kernel(cfg), Some(chain)) = (&file, chain_of(&file)) {
-                    let j = Journal::open_read_only(&path)?.stage(hunt::chain::SOURCE_STAGE);
+                    let j = Journal::open_read_only(&path)?.stage(engine::chain::SOURCE_STAGE);
                     if let Some(sid) = j.identity()? {
-                        let source = hunt::chain::source_config(cfg, chain);
+                        let source = engine::chain::source_config(cfg, chain);
                         println!("\nsource stage ({}):", chain.repo.display());
                         let entries = j.events()?;
                         print!("{}", report::status::render(&source, &sid, &entries, now));

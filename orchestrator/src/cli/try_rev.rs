@@ -2,8 +2,8 @@
 //! a set-up; nothing goes into the hunt's journal.
 
 use super::{load, runtime};
+use firstbad::engine;
 use firstbad::error::exit_code;
-use firstbad::hunt;
 use std::path::Path;
 
 /// Builds, boots and measures `rev`; prints the build and the boot as JSON; the exit code.
@@ -13,7 +13,7 @@ pub(super) fn run(hunt: &Path, rev: &str) -> anyhow::Result<u8> {
         Err(code) => return Ok(code),
     };
     let rt = runtime()?;
-    let tried = match firstbad::interrupt::block_on(&rt, hunt::try_revision(&cfg, rev))? {
+    let tried = match firstbad::interrupt::block_on(&rt, engine::try_revision(&cfg, rev))? {
         Ok(tried) => tried,
         Err(i) => {
             // Nothing of a try is kept but a finished kernel in the build cache.

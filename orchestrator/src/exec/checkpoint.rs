@@ -6,7 +6,7 @@
 //! twice. Checkpoints of boots the resumed hunt no longer needs go to the host's
 //! [`TestHost::left_over`](super::TestHost::left_over) at the end.
 
-use crate::hosts::HostError;
+use crate::error::HostError;
 use crate::hunt::prelude::record;
 use crate::hunt::{HuntError, HuntState};
 pub use crate::journal::Checkpoint;

@@ -1,5 +1,6 @@
-//! The executor's parts for kernel hunts: the kernel builder behind [`super::Builder`], and
-//! the running step's status line. The test hosts are [`crate::hosts`]'s, each behind
+//! The executor's parts for kernel hunts: the kernel builder behind [`super::Builder`] (the
+//! hunt's choice between it and prebuilt kernels is [`crate::engine::Kernels`]), and the
+//! running step's status line. The test hosts are [`crate::hosts`]'s, each behind
 //! [`super::TestHost`].
 
 use super::Task;
@@ -31,23 +32,6 @@ impl super::Builder for KernelBuilder {
                 }
             }
         })
-    }
-}
-
-/// The builder of a kernel hunt: from source, or a prebuilt hunt's fetch-and-unpack.
-pub enum Kernels {
-    /// `[build] kind = "source"`.
-    Source(KernelBuilder),
-    /// `[build] kind = "prebuilt"`.
-    Prebuilt(Arc<crate::prebuilt::PrebuiltBuilder>),
-}
-
-impl super::Builder for Kernels {
-    fn build(&self, commit: &str) -> Task<Result<BuildOutcome, BuildError>> {
-        match self {
-            Kernels::Source(b) => b.build(commit),
-            Kernels::Prebuilt(b) => b.build(commit),
-        }
     }
 }
 

@@ -12,7 +12,7 @@ pub mod checkpoint;
 pub mod kernel;
 
 use crate::build::BuildError;
-use crate::hosts::HostError;
+use crate::error::HostError;
 use crate::hunt::driver::{Decision, Driver, Work};
 use crate::hunt::prelude::record;
 use crate::hunt::{short, HuntError, HuntState};

@@ -72,10 +72,13 @@ pub struct Plan {
     pub budget: Option<usize>,
     /// Whether the hunt forecasts its cost once the baselines are in, and what a no-go does.
     pub forecast: Forecasting,
+    /// What makes the forecast ([`crate::sim::forecast::forecast`]); `None` where
+    /// [`Plan::forecast`] is [`Forecasting::Off`].
+    pub forecaster: Option<phases::forecast::Forecaster>,
 }
 
 /// Whether a hunt forecasts the rest of its cost once its baselines are in
-/// ([`crate::forecast`]), and what it does with a no-go.
+/// ([`crate::sim::forecast`]), and what it does with a no-go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forecasting {
     /// No forecast: two kernels compared (reproduce, a night), a later step of the regression,

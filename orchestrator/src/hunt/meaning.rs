@@ -7,7 +7,7 @@ use crate::config::{Build, ClassifyMode, Direction, HuntConfig};
 use std::collections::BTreeMap;
 
 /// The fields of a kernel hunt that change what a verdict means, one by one: a rerun with
-/// any of them changed is refused by name ([`begin_or_resume`]).
+/// any of them changed is refused by name ([`begin_or_resume`](super::begin_or_resume)).
 pub fn meaning(
     cfg: &HuntConfig,
     classify: &crate::config::ClassifyConfig,

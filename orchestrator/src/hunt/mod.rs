@@ -8,9 +8,7 @@
 //! answers), finished boots are not re-measured, and verdicts are re-applied to a fresh
 //! bisection in the order they were given.
 
-pub mod chain;
 pub mod driver;
-mod engine;
 pub mod evidence;
 pub mod judge;
 mod meaning;
@@ -31,13 +29,9 @@ pub use state::{
 
 use crate::build::BuildError;
 use crate::error::exit_code;
-use crate::hosts::HostError;
+use crate::error::HostError;
 use crate::journal::{HuntEnd, JournalError};
 pub use driver::Forecasting;
-use engine::{engine, Run};
-pub use engine::{
-    measure_pair, reproduce, reproduce_dir, run, run_budgeted, run_with, settings, try_revision,
-};
 pub use meaning::{judging_meaning, meaning, measurement_meaning, tuning};
 use std::path::{Path, PathBuf};
 
@@ -68,7 +62,7 @@ pub enum HuntError {
     #[error("{0}")]
     NotSaved(String),
     /// The forecast stopped the hunt before its first candidate: a no-go, or `firstbad plan`
-    /// once it is made ([`crate::forecast`]).
+    /// once it is made ([`crate::sim::forecast`]).
     #[error("{0}")]
     Forecast(driver::StopReason),
     /// Ctrl-C or SIGTERM stopped the hunt ([`crate::interrupt`]).

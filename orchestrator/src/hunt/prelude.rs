@@ -408,37 +408,6 @@ pub fn open_hunt(
     })
 }
 
-/// Builds `commit` outside the executor's loop, journalled as the loop journals a build
-/// (`BuildStarted`, then `BuildFinished` with the outcome), in a `build` span.
-pub async fn build_recorded(
-    journal: &impl Recorder,
-    state: &mut HuntState,
-    builder: &impl crate::exec::Builder,
-    commit: &str,
-) -> Result<crate::journal::BuildOutcome, HuntError> {
-    record(
-        journal,
-        state,
-        Event::BuildStarted {
-            commit: commit.to_owned(),
-        },
-    )?;
-    let outcome = tracing::Instrument::instrument(
-        builder.build(commit),
-        tracing::info_span!("build", commit = short(commit)),
-    )
-    .await?;
-    record(
-        journal,
-        state,
-        Event::BuildFinished {
-            commit: commit.to_owned(),
-            outcome: outcome.clone(),
-        },
-    )?;
-    Ok(outcome)
-}
-
 /// Journals an event and applies it: the one way a hunt records what it decided or did.
 pub fn record(
     journal: &impl Recorder,

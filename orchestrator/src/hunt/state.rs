@@ -73,7 +73,7 @@ pub struct HuntState {
     pub baseline_boots: Option<usize>,
     /// The forecast made once the baselines were in, when the hunt made one, and the boots
     /// finished when it was made (what the hunt spent after it is set beside it).
-    pub forecast: Option<crate::forecast::Forecast>,
+    pub forecast: Option<crate::journal::Forecast>,
     pub forecast_after_boots: usize,
     /// Drift checks of the good endpoint, in order.
     pub drift_checks: Vec<DriftRecord>,

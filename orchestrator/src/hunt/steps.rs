@@ -10,7 +10,7 @@
 //! any regression is), its own bisection and its own re-test. Which stages there are follows
 //! from the ended ones alone, in a fixed order, so a rerun after `kill -9` takes them up where
 //! they were. Pure but for [`together`], which reads the run's first stage from its journal:
-//! the orchestration is in [`super::run_with`] and the simulator.
+//! the orchestration is in [`crate::engine::run_with`] and the simulator.
 
 use crate::posterior::StepLevels;
 

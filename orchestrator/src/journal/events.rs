@@ -91,7 +91,7 @@ pub enum Event {
         boots: Option<usize>,
     },
     /// What the rest of the hunt should cost and whether it can name the culprit, from the
-    /// baselines' model ([`crate::forecast`]); written once, after `BaselinesConfirmed` and
+    /// baselines' model ([`crate::sim::forecast`]); written once, after `BaselinesConfirmed` and
     /// before the first candidate, by hunts that forecast (`firstbad run`, `firstbad plan`).
     Forecast(Forecast),
     /// A run of `firstbad run` began: nothing an earlier run started is still running (its
@@ -384,7 +384,7 @@ pub struct Spread {
     pub p90: f64,
 }
 
-/// The forecast of one hunt (`crate::forecast` makes it), journalled once its baselines are in
+/// The forecast of one hunt (`crate::sim::forecast` makes it), journalled once its baselines are in
 /// (`Event::Forecast`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Forecast {
@@ -413,7 +413,7 @@ pub struct Forecast {
     pub boot_seconds: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_seconds: Option<f64>,
-    /// Whether the hunt can be expected to name the culprit ([`crate::forecast::GO_RIGHT`]).
+    /// Whether the hunt can be expected to name the culprit ([`crate::sim::forecast::GO_RIGHT`]).
     pub go: bool,
     /// On a no-go, what would make the hunt bisectable, each with its own forecast.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

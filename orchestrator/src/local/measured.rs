@@ -91,7 +91,7 @@ pub fn run(
 
 /// When the run confirmed two culprits or more, all of them reverted together on top of bad
 /// and run in rounds beside good and bad ([`crate::hunt::steps::TOGETHER`]), as a kernel hunt
-/// does ([`crate::hunt::run`]).
+/// does ([`crate::engine::run`]).
 fn revert_together(
     cfg: &LocalConfig,
     m: &MeasureConfig,
@@ -159,14 +159,14 @@ pub fn settings(
 
 /// `firstbad reproduce` of a metric command hunt: good and bad run, interleaved, until the
 /// baselines confirm the difference or refute it; nothing between them is bisected
-/// ([`crate::hunt::reproduce`] for kernels).
+/// ([`crate::engine::reproduce`] for kernels).
 pub fn reproduce(cfg: &LocalConfig, m: &MeasureConfig) -> Result<Outcome, HuntError> {
     let range = HuntRange::pair(&cfg.source, &cfg.repo, &cfg.goods, &cfg.bad)?;
     let classify = crate::config::ClassifyConfig {
         mode: crate::config::ClassifyMode::Baselines,
         ..m.classify.clone()
     };
-    let dir = crate::hunt::reproduce_dir(&cfg.state_dir);
+    let dir = crate::engine::reproduce_dir(&cfg.state_dir);
     let limits = Limits {
         stop_at_baselines: true,
         ..Limits::default()
@@ -176,7 +176,7 @@ pub fn reproduce(cfg: &LocalConfig, m: &MeasureConfig) -> Result<Outcome, HuntEr
 
 /// A series' night of a benchmark ([`crate::watch`]): good (the reference) and bad (the
 /// head) run `runs` times each, interleaved, in `state_dir`'s journal, and judged as
-/// baselines; nothing is bisected ([`crate::hunt::measure_pair`] for kernels).
+/// baselines; nothing is bisected ([`crate::engine::measure_pair`] for kernels).
 pub fn measure_pair(
     cfg: &LocalConfig,
     m: &MeasureConfig,
@@ -205,7 +205,7 @@ pub fn measure_pair(
 }
 
 /// A series' automatic hunt of a benchmark's regression: the first stage of
-/// [`run`], within `budget` runs ([`crate::hunt::run_budgeted`] for kernels).
+/// [`run`], within `budget` runs ([`crate::engine::run_budgeted`] for kernels).
 pub fn run_budgeted(
     cfg: &LocalConfig,
     m: &MeasureConfig,
@@ -325,6 +325,7 @@ fn engine(
         pairs: limits.pairs,
         budget: limits.budget,
         forecast: crate::hunt::driver::Forecasting::Off,
+        forecaster: None,
     };
     let mut driver = match stage.reverting {
         Some((_, judge)) => Driver::judged(plan, judge),

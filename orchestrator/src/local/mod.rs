@@ -30,8 +30,8 @@
 
 use crate::build::checkout_detached;
 use crate::config::{LocalConfig, TestConfig};
+use crate::error::HostError;
 use crate::exec::{BootJob, Builder, Task, TestHost};
-use crate::hosts::HostError;
 use crate::hunt::driver::{Driver, HuntKind, Plan, Slot};
 use crate::hunt::prelude::{open_hunt, HuntRange, Opened};
 use crate::hunt::{short, HuntError, Outcome};
@@ -138,6 +138,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         pairs: None,
         budget: None,
         forecast: crate::hunt::driver::Forecasting::Off,
+        forecaster: None,
     };
     drop(range.history);
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;

@@ -44,14 +44,14 @@ impl RunError {
 
     /// The host error a run ends with: bad input when it can never run (the hunt stops with
     /// exit 2, a rerun would fail the same way), else the host's failure.
-    pub fn into_host_error(self) -> crate::hosts::HostError {
+    pub fn into_host_error(self) -> crate::error::HostError {
         if self.never_runs() {
-            crate::hosts::HostError::BadInput(format!(
+            crate::error::HostError::BadInput(format!(
                 "{self}: Linux refuses a command (or an environment) this long; put the \
                  command in a script and run the script"
             ))
         } else {
-            crate::hosts::HostError::Missing(self.to_string())
+            crate::error::HostError::Missing(self.to_string())
         }
     }
 }
@@ -170,7 +170,7 @@ mod tests {
             "{shown}"
         );
         let e = e.into_host_error();
-        assert!(matches!(e, crate::hosts::HostError::BadInput(_)), "{e}");
+        assert!(matches!(e, crate::error::HostError::BadInput(_)), "{e}");
         let stopped = crate::hunt::HuntError::from(e);
         assert_eq!(
             stopped.exit_code(),

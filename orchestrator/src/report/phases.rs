@@ -38,7 +38,7 @@ pub struct RevertReport {
 pub struct ForecastReport {
     /// The forecast as journalled.
     #[serde(flatten)]
-    pub forecast: crate::forecast::Forecast,
+    pub forecast: crate::journal::Forecast,
     /// Boots finished after the forecast (failed ones too), so far or in all.
     pub spent_boots: usize,
 }

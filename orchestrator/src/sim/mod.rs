@@ -53,14 +53,15 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod cells;
-mod forecast;
+pub mod forecast;
+mod forecast_check;
 pub mod nightly;
 mod strategies;
 mod tables;
 mod world;
 
 pub use cells::*;
-pub use forecast::{
+pub use forecast_check::{
     forecast_cells, forecast_check, forecast_markdown, forecast_row, ForecastCheck,
 };
 pub use run::{firstbad_run_with, GivenBaselines};

@@ -6,8 +6,8 @@
 use super::{Outcome, World, NOTHING, PHASES};
 use crate::build::BuildError;
 use crate::config::{ClassifyConfig, Direction};
+use crate::error::HostError;
 use crate::exec::{self, BootJob, Builder, Paths, Task, TestHost};
-use crate::hosts::HostError;
 use crate::hunt::driver::{Driver, Plan, Slot};
 use crate::hunt::judge::Settings;
 use crate::hunt::HuntState;
@@ -101,18 +101,7 @@ pub fn firstbad_run(w: &mut World, probe: crate::hunt::judge::RefineProbe) -> Ou
     firstbad_run_with(w, probe, &ClassifyConfig::defaults(), None)
 }
 
-/// Endpoint boots a simulated hunt starts from, confirmed as its baselines, instead of
-/// measuring its own: a real hunt's, on the world's scale (lower is better), for a forecast of
-/// the rest of that hunt ([`crate::forecast`]). The world boots nothing for them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GivenBaselines {
-    /// The good endpoint's values, in journal order.
-    pub good: Vec<f64>,
-    /// The bad endpoint's.
-    pub bad: Vec<f64>,
-    /// How many of each the judge's model is estimated from.
-    pub boots: usize,
-}
+pub use crate::hunt::phases::forecast::GivenBaselines;
 
 /// [`firstbad_run`] with a hunt file's `[classify]` settings, and, for a forecast, the
 /// baselines its first stage starts from.
@@ -199,6 +188,7 @@ fn stage(
         budget: None,
         // A simulated hunt is what a forecast runs: it forecasts nothing itself.
         forecast: crate::hunt::driver::Forecasting::Off,
+        forecaster: None,
         kind: crate::hunt::driver::HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).expect("a line is a valid range");

@@ -199,7 +199,7 @@ impl World {
 
     /// A history of `n` candidates with one culprit drawn uniformly, and log-normal boots whose
     /// good level is `base`, log-scale σ `sigma_ln`, and bad level `base · exp(d · sigma_ln)`:
-    /// a hunt's baselines as its model reads them ([`crate::forecast`]).
+    /// a hunt's baselines as its model reads them ([`crate::sim::forecast`]).
     pub fn fitted(n: usize, d: f64, base: f64, sigma_ln: f64, rng: ChaCha12Rng) -> World {
         let cell = Cell {
             n,

@@ -250,7 +250,7 @@ async fn hunt_regression(
     ));
     let budget = cfg.hunt_boots as usize;
     let hunted = match hunt_file {
-        HuntFile::Kernel(k) => hunt::run_budgeted(&k, budget).await,
+        HuntFile::Kernel(k) => crate::engine::run_budgeted(&k, budget).await,
         HuntFile::Local(l) => {
             off_runtime(*l, move |l, m| {
                 crate::local::measured::run_budgeted(l, m, budget)

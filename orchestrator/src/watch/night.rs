@@ -54,7 +54,7 @@ async fn measure(
     boots: usize,
 ) -> Result<Result<(Vec<SeriesBoot>, String), String>, WatchError> {
     let measured = match cfg.hunt_between(&night.reference, &night.head, dir) {
-        HuntFile::Kernel(k) => hunt::measure_pair(&k, dir, boots).await,
+        HuntFile::Kernel(k) => crate::engine::measure_pair(&k, dir, boots).await,
         HuntFile::Local(l) => {
             let dir = dir.to_owned();
             off_runtime(*l, move |l, m| {
@@ -176,7 +176,7 @@ fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<Str
     }
     let boots = state.boots.get(head).map_or(&[][..], Vec::as_slice);
     let settings = match cfg.measured() {
-        Measured::Kernel(k) => hunt::settings(k),
+        Measured::Kernel(k) => crate::engine::settings(k),
         Measured::Command(local, m) => {
             crate::local::measured::settings(local, m, m.classify.clone())
         }

@@ -1,12 +1,14 @@
 //! The forecast, once the baselines are in and before the first candidate
-//! ([`crate::forecast`]): made once and journalled; then a no-go stops the hunt for a person
+//! ([`crate::sim::forecast`]): made once and journalled; then a no-go stops the hunt for a person
 //! (unless told to go on), and `firstbad plan` stops in any case.
 
 use super::super::driver::{Decision, Driver, Forecasting, StopReason};
 use super::super::judge::Judge;
 use super::super::state::BootRecord;
 use super::super::HuntState;
-use crate::forecast;
+use crate::config::ClassifyConfig;
+use crate::hunt::judge::RefineProbe;
+use crate::journal::Forecast;
 use crate::journal::{BuildOutcome, Event};
 use crate::sequential::Model;
 
@@ -42,9 +44,12 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
             let Some(model) = judge.model() else {
                 return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
             };
-            let forecast = forecast::Forecast {
+            let Some(make) = d.plan.forecaster else {
+                return none("this hunt was composed without a forecaster (Plan::forecaster)");
+            };
+            let forecast = Forecast {
                 tuning: tuning(),
-                ..forecast::forecast(&input(d, state, *model))
+                ..make(&input(d, state, *model))
             };
             Some(Decision::Record(Event::Forecast(forecast)))
         }
@@ -53,7 +58,7 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
 
 /// What the forecast of `d`'s hunt is made from: the baselines' model, the candidates left,
 /// and the endpoints' boot and build times on these hosts.
-fn input(d: &Driver, state: &HuntState, model: Model) -> forecast::Input {
+fn input(d: &Driver, state: &HuntState, model: Model) -> Input {
     let endpoints = [d.plan.good.as_str(), d.plan.bad.as_str()];
     let boots: Vec<&BootRecord> = endpoints
         .iter()
@@ -82,9 +87,9 @@ fn input(d: &Driver, state: &HuntState, model: Model) -> forecast::Input {
     };
     let (good, bad) = (scaled(&d.plan.good), scaled(&d.plan.bad));
     let n = state.baseline_boots.unwrap_or(good.len().min(bad.len()));
-    forecast::Input {
+    Input {
         model,
-        baselines: crate::sim::GivenBaselines {
+        baselines: GivenBaselines {
             good,
             bad,
             boots: n,
@@ -99,6 +104,61 @@ fn input(d: &Driver, state: &HuntState, model: Model) -> forecast::Input {
         build_ahead: d.plan.build_ahead,
         failed_share: failed as f64 / boots.len().max(1) as f64,
         budget: d.plan.budget,
-        hunts: forecast::FORECAST_HUNTS,
+        hunts: FORECAST_HUNTS,
     }
+}
+
+/// Simulated hunts behind a forecast: its share of right answers is within about ±4 points
+/// (one standard error at 80%), which is all a go/no-go needs.
+pub const FORECAST_HUNTS: usize = 100;
+
+/// Makes a forecast from what the baselines measured: [`crate::sim::forecast::forecast`], which runs
+/// the simulator on `firstbad run` itself. The driver is handed it through
+/// [`Plan::forecaster`](super::super::driver::Plan::forecaster) by whoever composes the hunt
+/// ([`crate::engine`]), so that the driver stays below the simulator that drives it.
+pub type Forecaster = fn(&Input) -> Forecast;
+
+/// What the forecast is computed from: the baselines' model and the hunt's settings.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The judge's model of good and bad, from the baselines.
+    pub model: Model,
+    /// The baselines' boots the model is estimated from, on the simulator's scale (lower is
+    /// better): every simulated hunt starts from them, as the hunt goes on from them.
+    pub baselines: GivenBaselines,
+    /// Candidates left after pruning, the bad endpoint included.
+    pub candidates: usize,
+    /// The hunt file's `[classify]` settings.
+    pub classify: ClassifyConfig,
+    /// How the posterior phase picks its commits.
+    pub probe: RefineProbe,
+    /// The hunt's seed: the forecast of a hunt is the same on every run.
+    pub seed: u64,
+    /// Median seconds of an endpoint's boot and workload on these hosts.
+    pub boot_seconds: Option<f64>,
+    /// Median seconds of the endpoints' builds, when they were built (not from the cache).
+    pub build_seconds: Option<f64>,
+    /// Boots the pool runs at once.
+    pub pool: usize,
+    /// Whether builds run while hosts boot.
+    pub build_ahead: bool,
+    /// Share of the endpoints' boots that failed (each still costs a boot).
+    pub failed_share: f64,
+    /// Boots the whole hunt may spend (`firstbad watch`'s automatic hunts).
+    pub budget: Option<usize>,
+    /// Simulated hunts to run ([`FORECAST_HUNTS`]; fewer in unit tests).
+    pub hunts: usize,
+}
+
+/// Endpoint boots a simulated hunt starts from, confirmed as its baselines, instead of
+/// measuring its own: a real hunt's, on the world's scale (lower is better), for a forecast of
+/// the rest of that hunt ([`crate::sim::forecast`]). The world boots nothing for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenBaselines {
+    /// The good endpoint's values, in journal order.
+    pub good: Vec<f64>,
+    /// The bad endpoint's.
+    pub bad: Vec<f64>,
+    /// How many of each the judge's model is estimated from.
+    pub boots: usize,
 }

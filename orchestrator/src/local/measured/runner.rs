@@ -2,8 +2,8 @@
 
 use super::super::process;
 use super::{last_lines, MAX_OUTPUT_BYTES};
+use crate::error::HostError;
 use crate::exec::{BootJob, Task, TestHost};
-use crate::hosts::HostError;
 use crate::hunt::short;
 use crate::journal::BootOutcome;
 use crate::metric::MetricSpec;

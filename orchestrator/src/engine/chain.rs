@@ -5,10 +5,11 @@
 //! identity is its own, so a changed `[chain]` is refused by field as any hunt file is,
 //! while the prebuilt stage, ended, is not measured again.
 
-use super::prelude::HuntRange;
-use super::{engine, Forecasting, HuntError, Outcome, Run};
+use super::{engine, Run};
 use crate::config::{Build, ChainConfig, HuntConfig};
+use crate::hunt::prelude::HuntRange;
 use crate::hunt::state::HuntState;
+use crate::hunt::{Forecasting, HuntError, Outcome};
 use crate::journal::{HuntEnd, Journal, Verdict};
 use crate::prebuilt::Candidate;
 
@@ -32,7 +33,7 @@ pub fn source_stage(
     chain: &ChainConfig,
     kernels: &[Candidate],
 ) -> Result<Option<HuntConfig>, HuntError> {
-    let journal = Journal::open(&super::journal_path(&cfg.state_dir))?;
+    let journal = Journal::open(&crate::hunt::journal_path(&cfg.state_dir))?;
     let state = HuntState::replay(&journal.events()?);
     let Some(narrowed) = narrowed(&state, kernels, chain) else {
         return Ok(None);

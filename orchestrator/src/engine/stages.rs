@@ -1,11 +1,11 @@
 //! A kernel run's later stages: the further steps of a regression of several, each hunted
 //! from its own baselines, and every confirmed culprit reverted together on top of bad.
 
-use super::super::{log_step, part_range, steps, HuntError, Outcome};
 use super::{engine, settings, Run};
 use crate::config::HuntConfig;
 use crate::hunt::driver::Forecasting;
 use crate::hunt::prelude::HuntRange;
+use crate::hunt::{log_step, part_range, steps, HuntError, Outcome};
 
 /// The parts of the regression that the first stage's culprit leaves (from `good` to `bad`, its
 /// range's ends), hunted one after the other in stages of the same journal ([`steps`]), each

@@ -1,27 +1,32 @@
 //! The composition of a kernel hunt: a hunt file's range, builder and hosts set up, the
-//! engine ([`crate::exec::drive`] on the [`super::driver`]) run on them, and the variants of a
+//! engine ([`crate::exec::drive`] on the [`crate::hunt::driver`]) run on them, and the variants of a
 //! run: the further steps of a regression, `firstbad watch`'s budgeted hunt and nights,
 //! `firstbad reproduce`, and `firstbad try`.
 
-use super::driver::{self, hunt_seed, Driver, Forecasting, HuntKind, Plan, Slot};
-use super::judge::{Judge, Settings};
-use super::meaning::{meaning, tuning};
-use super::prelude::{self, record, HuntRange};
-use super::{
-    chain, check_static, find_agent, prune, short, state_dir, HuntError, HuntState, Outcome,
-};
 use crate::build::Builder;
 use crate::config::Build;
 use crate::config::{ClassifyMode, HuntConfig};
-use crate::exec::kernel::{KernelBuilder, Kernels};
+use crate::exec::kernel::KernelBuilder;
 use crate::hosts::Host;
+use crate::hunt::driver::{self, hunt_seed, Driver, Forecasting, HuntKind, Plan, Slot};
+use crate::hunt::judge::{Judge, Settings};
+use crate::hunt::prelude::{self, record, HuntRange};
+use crate::hunt::{
+    check_static, find_agent, meaning, short, state_dir, tuning, HuntError, HuntState, Outcome,
+};
 use crate::journal::{BootOutcome, BuildOutcome, Event, Journal};
 use crate::prebuilt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod build;
+pub mod chain;
+mod kernels;
+mod prune;
 mod stages;
+use build::build_recorded;
+pub use kernels::Kernels;
 use stages::further_steps;
 
 /// Runs (or resumes) a hunt to its end.
@@ -139,7 +144,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
 
 /// `firstbad watch`: one night of a series. Boots `cfg`'s good (the series' reference) and
 /// bad (the night's head) `boots` times each, interleaved in seeded pairs, with every boot
-/// journalled in `state_dir` (a kill resumes there), and ends with [`HuntEnd::Measured`].
+/// journalled in `state_dir` (a kill resumes there), and ends with [`HuntEnd::Measured`](crate::journal::HuntEnd::Measured).
 /// The two are compared as they are, as `reproduce` compares them.
 pub async fn measure_pair(
     cfg: &HuntConfig,
@@ -181,7 +186,7 @@ pub(super) struct Run<'a> {
     /// Hosts that left the pool in an earlier stage of the run, with why: out of this one too.
     pub(super) carried: &'a [(String, String)],
     /// A revert stage: these culprits reverted together on top of bad, read with this judge
-    /// (the first stage's, [`super::steps::together`]).
+    /// (the first stage's, [`crate::hunt::steps::together`]).
     pub(super) reverting: Option<(Vec<String>, Judge)>,
 }
 
@@ -308,6 +313,7 @@ pub(super) async fn engine(
         pairs,
         budget,
         forecast,
+        forecaster: (forecast != Forecasting::Off).then_some(crate::sim::forecast::forecast as _),
     };
     let mut driver = match reverting {
         Some((_, judge)) => Driver::judged(plan, judge),
@@ -377,7 +383,7 @@ fn first_parent(
 }
 
 /// The revert of a confirmed culprit on top of bad, for a range over git built from source
-/// ([`super::phases::revert`]); none for prebuilt kernels.
+/// ([`crate::hunt::phases::revert`]); none for prebuilt kernels.
 fn reverter(cfg: &HuntConfig, range: &HuntRange) -> Option<driver::Reverter> {
     if range.history.is_none() || cfg.build.prebuilt().is_some() {
         return None;
@@ -508,7 +514,7 @@ pub async fn try_revision(
         .map_err(|e| HuntError::BadInput(format!("cannot create {}: {e}", dir.display())))?;
     let journal = Journal::open(&dir.join("try.sqlite"))?;
     let mut state = HuntState::default();
-    let built = prelude::build_recorded(&journal, &mut state, &builder, &commit).await?;
+    let built = build_recorded(&journal, &mut state, &builder, &commit).await?;
     let BuildOutcome::Built {
         kernel_release,
         image,
