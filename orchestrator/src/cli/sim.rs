@@ -29,7 +29,7 @@ pub(crate) struct Args {
     /// Only these history shapes: one, none, two.
     #[arg(long, value_delimiter = ',', value_parser = shape_name)]
     shape: Vec<String>,
-    /// Only these strategies, e.g. `--strategy firstbad,firstbad-run,majority-25`: git-bisect-K,
+    /// Only these strategies, e.g. `--strategy firstbad-run,research-posterior,majority-25`: git-bisect-K,
     /// majority-K (odd), lkp-gap-K and pinpoint-K take any repeat count K.
     #[arg(long, value_delimiter = ',', value_parser = strategy_name)]
     strategy: Vec<String>,
@@ -129,7 +129,7 @@ pub(super) fn strategy_name(s: &str) -> Result<String, String> {
     match firstbad::sim::Strategy::from_name(s) {
         Some(_) => Ok(s.to_string()),
         None => Err(format!(
-            "unknown strategy {s:?}: one of firstbad, firstbad-greedy, firstbad-run, \
+            "unknown strategy {s:?}: one of firstbad-run, research-posterior, research-greedy, \
              firstbad-run-boundary, git-bisect-K, \
              majority-K (K odd), lkp-gap, lkp-gap-K, pinpoint, pinpoint-K"
         )),

@@ -6,8 +6,8 @@ use super::*;
 pub fn run_one(strategy: Strategy, cell: &Cell, seed: u64) -> (Outcome, World) {
     let mut w = World::new(cell, ChaCha12Rng::seed_from_u64(seed));
     let o = match strategy {
-        Strategy::Firstbad => firstbad(&mut w, false),
-        Strategy::FirstbadGreedy => firstbad(&mut w, true),
+        Strategy::ResearchPosterior => firstbad(&mut w, false),
+        Strategy::ResearchGreedy => firstbad(&mut w, true),
         Strategy::FirstbadRun => run::firstbad_run(&mut w, Default::default()),
         Strategy::FirstbadRunBoundary => {
             run::firstbad_run(&mut w, crate::hunt::judge::RefineProbe::Boundary)

@@ -24,10 +24,14 @@
 //!   (about one boot in ten is in a burst).
 //!
 //! # Strategies
-//! - `firstbad`: [`crate::sequential`] baselines and per-commit SPRT (alpha = beta = 0.01), the
+//! - `firstbad-run`: the product's own loop, `firstbad run`'s driver and judge on simulated
+//!   hosts ([`firstbad_run_with`]).
+//! - `research-posterior` (research, not the product; `firstbad` in tables before 2026-12-06):
+//!   [`crate::sequential`] baselines and per-commit SPRT (alpha = beta = 0.01), the
 //!   [`crate::posterior`] search to confidence 0.95. A commit keeps being booted while its SPRT
 //!   is undecided; then the posterior picks the next one.
-//! - `firstbad-greedy`: the same posterior, re-choosing the commit after every boot.
+//! - `research-greedy` (research; `firstbad-greedy` before): the same posterior, re-choosing
+//!   the commit after every boot.
 //! - `git-bisect-1`: one boot per endpoint and per commit, bad when above the endpoints' midpoint.
 //! - `majority-5`: five boots per endpoint and per commit, midpoint of the endpoint means,
 //!   majority vote of the five boots.
@@ -142,7 +146,7 @@ mod tests {
         };
         // firstbad-run too: its posterior phase derives every choice from the boots so far,
         // as a resumed hunt must.
-        for s in [Strategy::Firstbad, Strategy::FirstbadRun] {
+        for s in [Strategy::ResearchPosterior, Strategy::FirstbadRun] {
             let (a, wa) = run_one(s, &cell, 42);
             let (b, wb) = run_one(s, &cell, 42);
             assert_eq!(a, b);

@@ -1,4 +1,6 @@
-//! The strategies compared with `firstbad run`: the posterior search alone, and the rules people use today (git bisect with repeats, a majority vote, LKP's gap rule, Pinpoint).
+//! The strategies compared with `firstbad run`: the posterior search alone (research loops,
+//! not the product), and the rules people use today (git bisect with repeats, a majority vote,
+//! LKP's gap rule, Pinpoint).
 
 use super::*;
 
@@ -7,10 +9,11 @@ use super::*;
 /// `firstbad run`, to compare boots at equal accuracy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
-    /// firstbad: sequential classifier + posterior search, staying on a commit while undecided.
-    Firstbad,
-    /// firstbad's posterior, re-choosing after every boot.
-    FirstbadGreedy,
+    /// Research, not the product: the sequential classifier with the linear posterior search
+    /// alone, staying on a commit while undecided (`firstbad run` is [`Strategy::FirstbadRun`]).
+    ResearchPosterior,
+    /// Research, not the product: the posterior search re-choosing after every boot.
+    ResearchGreedy,
     /// What `firstbad run` does today: git bisect's choice, a sequential test per commit, a
     /// drift check of the good endpoint every 4 verdicts, a final re-test against the parent,
     /// and the DAG posterior's probability as the stated confidence.
@@ -32,10 +35,11 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// Every strategy, firstbad first; the others at their published repeat counts.
+    /// Every strategy, the research loops and `firstbad run` first; the others at their
+    /// published repeat counts.
     pub const ALL: [Strategy; 7] = [
-        Strategy::Firstbad,
-        Strategy::FirstbadGreedy,
+        Strategy::ResearchPosterior,
+        Strategy::ResearchGreedy,
         Strategy::FirstbadRun,
         Strategy::GitBisect(1),
         Strategy::Majority(5),
@@ -47,8 +51,8 @@ impl Strategy {
     /// count other than the published one is appended, as in `pinpoint-40`.
     pub fn name(self) -> String {
         match self {
-            Strategy::Firstbad => "firstbad".into(),
-            Strategy::FirstbadGreedy => "firstbad-greedy".into(),
+            Strategy::ResearchPosterior => "research-posterior".into(),
+            Strategy::ResearchGreedy => "research-greedy".into(),
             Strategy::FirstbadRun => "firstbad-run".into(),
             Strategy::FirstbadRunBoundary => "firstbad-run-boundary".into(),
             Strategy::GitBisect(k) => format!("git-bisect-{k}"),
