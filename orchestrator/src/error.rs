@@ -37,7 +37,8 @@ pub enum ConfigError {
 /// An error that is the host's or firstbad's, not the candidate's: the hunt stops on it.
 ///
 /// It lives here, below the hunt, the executor and the hosts, because all three use it: a
-/// host returns it, the executor passes it on, and the hunt wraps it ([`crate::hunt::HuntError::Host`]).
+/// host returns it, the executor passes it on, and the hunt wraps it
+/// ([`crate::hunt::HuntError::Host`]).
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// A file or process operation failed.

@@ -1,7 +1,9 @@
 //! The composition of a kernel hunt: a hunt file's range, builder and hosts set up, the
-//! engine ([`crate::exec::drive`] on the [`crate::hunt::driver`]) run on them, and the variants of a
-//! run: the further steps of a regression, `firstbad watch`'s budgeted hunt and nights,
-//! `firstbad reproduce`, and `firstbad try`.
+//! engine ([`crate::exec::drive`] on the [`crate::hunt::driver`]) run on them, and the
+//! variants of a run: the further steps of a regression, `firstbad watch`'s budgeted hunt and
+//! nights, `firstbad reproduce`, and `firstbad try`. It sits above the executor, the hosts,
+//! the prebuilt kernels and the simulator (whose forecast it hands the driver), so that none
+//! of them depends on another's caller (docs/layout.md).
 
 use crate::build::Builder;
 use crate::config::Build;
@@ -144,7 +146,8 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
 
 /// `firstbad watch`: one night of a series. Boots `cfg`'s good (the series' reference) and
 /// bad (the night's head) `boots` times each, interleaved in seeded pairs, with every boot
-/// journalled in `state_dir` (a kill resumes there), and ends with [`HuntEnd::Measured`](crate::journal::HuntEnd::Measured).
+/// journalled in `state_dir` (a kill resumes there), and ends with
+/// [`HuntEnd::Measured`](crate::journal::HuntEnd::Measured).
 /// The two are compared as they are, as `reproduce` compares them.
 pub async fn measure_pair(
     cfg: &HuntConfig,

@@ -112,8 +112,8 @@ fn input(d: &Driver, state: &HuntState, model: Model) -> Input {
 /// (one standard error at 80%), which is all a go/no-go needs.
 pub const FORECAST_HUNTS: usize = 100;
 
-/// Makes a forecast from what the baselines measured: [`crate::sim::forecast::forecast`], which runs
-/// the simulator on `firstbad run` itself. The driver is handed it through
+/// Makes a forecast from what the baselines measured: [`crate::sim::forecast::forecast`],
+/// which runs the simulator on `firstbad run` itself. The driver is handed it through
 /// [`Plan::forecaster`](super::super::driver::Plan::forecaster) by whoever composes the hunt
 /// ([`crate::engine`]), so that the driver stays below the simulator that drives it.
 pub type Forecaster = fn(&Input) -> Forecast;
