@@ -274,7 +274,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         pairs: None,
         budget: None,
         forecast: Forecasting::Off,
-        forecaster: None,
+        forecaster: firstbad::sim::forecast::forecast,
     }
 }
 
@@ -332,7 +332,6 @@ impl Bench {
         let mut plan = plan;
         plan.build_ahead = self.build_ahead;
         plan.forecast = self.forecast;
-        plan.forecaster = Some(firstbad::sim::forecast::forecast);
         plan.revert = Some(Box::new(self.revert));
         let mut meaning = BTreeMap::new();
         meaning.insert("classify.mode".to_owned(), "fake".to_owned());

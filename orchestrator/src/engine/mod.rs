@@ -316,7 +316,7 @@ pub(super) async fn engine(
         pairs,
         budget,
         forecast,
-        forecaster: (forecast != Forecasting::Off).then_some(crate::sim::forecast::forecast as _),
+        forecaster: crate::sim::forecast::forecast,
     };
     let mut driver = match reverting {
         Some((_, judge)) => Driver::judged(plan, judge),

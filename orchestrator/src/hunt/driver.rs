@@ -72,9 +72,9 @@ pub struct Plan {
     pub budget: Option<usize>,
     /// Whether the hunt forecasts its cost once the baselines are in, and what a no-go does.
     pub forecast: Forecasting,
-    /// What makes the forecast ([`crate::sim::forecast::forecast`]); `None` where
-    /// [`Plan::forecast`] is [`Forecasting::Off`].
-    pub forecaster: Option<phases::forecast::Forecaster>,
+    /// What makes the forecast when [`Plan::forecast`] asks for one
+    /// ([`crate::sim::forecast::forecast`]).
+    pub forecaster: phases::forecast::Forecaster,
 }
 
 /// Whether a hunt forecasts the rest of its cost once its baselines are in

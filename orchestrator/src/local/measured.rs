@@ -325,7 +325,7 @@ fn engine(
         pairs: limits.pairs,
         budget: limits.budget,
         forecast: crate::hunt::driver::Forecasting::Off,
-        forecaster: None,
+        forecaster: crate::sim::forecast::forecast,
     };
     let mut driver = match stage.reverting {
         Some((_, judge)) => Driver::judged(plan, judge),

@@ -138,7 +138,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         pairs: None,
         budget: None,
         forecast: crate::hunt::driver::Forecasting::Off,
-        forecaster: None,
+        forecaster: crate::sim::forecast::forecast,
     };
     drop(range.history);
     let mut driver = Driver::new(plan).map_err(HuntError::BadInput)?;

@@ -188,7 +188,7 @@ fn stage(
         budget: None,
         // A simulated hunt is what a forecast runs: it forecasts nothing itself.
         forecast: crate::hunt::driver::Forecasting::Off,
-        forecaster: None,
+        forecaster: super::forecast::forecast,
         kind: crate::hunt::driver::HuntKind::Measured,
     };
     let mut driver = Driver::new(plan).expect("a line is a valid range");

@@ -44,12 +44,9 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Option<Decision> {
             let Some(model) = judge.model() else {
                 return none("an absolute threshold (classify.mode) has no model of the noise to simulate the hunt from");
             };
-            let Some(make) = d.plan.forecaster else {
-                return none("this hunt was composed without a forecaster (Plan::forecaster)");
-            };
             let forecast = Forecast {
                 tuning: tuning(),
-                ..make(&input(d, state, *model))
+                ..(d.plan.forecaster)(&input(d, state, *model))
             };
             Some(Decision::Record(Event::Forecast(forecast)))
         }
