@@ -457,7 +457,10 @@ impl Hunt {
     /// moves mid-hunt (CI, 2026-12-05: a step of −8σ from boot 10 on) it landed on a commit
     /// between the two steps, whose re-test said NOT confirmed and that parts lie before and
     /// after it, and the same run then named both culprits, confirmed: every step in one run,
-    /// which is what a user of a two-step regression needs, and what is asserted.
+    /// which is what a user of a two-step regression needs, and what is asserted. (CI,
+    /// 2026-12-06: a host that sped up by 59σ from boot 10 on; the refuted commit and an empty
+    /// part were counted as culprits then, and the cap of 3 left the 10% step unhunted: a
+    /// stage that confirms nothing no longer counts, [`firstbad::hunt::steps::Steps`].)
     fn assert_names_the_culprit(&self, h: &History) {
         assert!(matches!(self.code, Some(0 | 4)), "{}", self.stdout);
         let named = self.named_all();

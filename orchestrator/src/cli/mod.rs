@@ -389,19 +389,20 @@ fn run_ended(
 ) -> bool {
     let rest = |id: &firstbad::journal::HuntIdentity, s: &HuntState, span| {
         s.end.clone().map(|end| {
-            hunt::Outcome::of(end, s.confirmation.clone()).rest((&id.good, &id.bad), span)
+            let o = hunt::Outcome::of(end, s.confirmation.clone());
+            (o.rest((&id.good, &id.bad), span), o.confirmed_own())
         })
     };
-    let Some(first_rest) = rest(first.0, first.1, hunt::steps::WHOLE) else {
+    let Some((first_rest, first_confirmed)) = rest(first.0, first.1, hunt::steps::WHOLE) else {
         return false;
     };
-    let hunted =
-        hunt::steps::Steps::new(file.max_culprits() as usize, first_rest).all_hunted(|n, part| {
-            steps
-                .iter()
-                .find(|(k, ..)| *k == n)
-                .and_then(|(_, id, _, s)| rest(id, s, part.span))
-        });
+    let plan = hunt::steps::Steps::new(file.max_culprits() as usize, first_rest, first_confirmed);
+    let hunted = plan.all_hunted(|n, part| {
+        steps
+            .iter()
+            .find(|(k, ..)| *k == n)
+            .and_then(|(_, id, _, s)| rest(id, s, part.span))
+    });
     let confirmed = std::iter::once(first.1)
         .chain(steps.iter().map(|(.., s)| s))
         .filter(|s| {

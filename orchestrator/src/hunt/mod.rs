@@ -210,7 +210,7 @@ pub struct Outcome {
     /// The further steps of a regression of several, in the order they were hunted
     /// ([`steps`]); empty for one.
     pub steps: Vec<FurtherStep>,
-    /// Parts of the regression left unhunted once `classify.max_culprits` steps were.
+    /// Parts of the regression left unhunted past a cap ([`steps::Steps`]), with why.
     pub unexplained: Vec<(steps::Rest, String)>,
     /// What reverting every confirmed culprit together on top of bad recovers, when the run
     /// found more than one and measured it ([`steps::TOGETHER`]).
@@ -251,7 +251,11 @@ impl Outcome {
     /// outcome, [`Outcome::end_steps`] ends the run. The kernel and the command hunts' runs
     /// and the simulator go through these alike.
     pub fn steps_plan(&self, good: &str, bad: &str, max_culprits: u32) -> steps::Steps {
-        steps::Steps::new(max_culprits as usize, self.rest((good, bad), steps::WHOLE))
+        steps::Steps::new(
+            max_culprits as usize,
+            self.rest((good, bad), steps::WHOLE),
+            self.confirmed_own(),
+        )
     }
 
     /// The outcome of step `n`'s hunt of `part`; what it leaves goes into `plan`.
@@ -262,12 +266,20 @@ impl Outcome {
         part: steps::Rest,
         outcome: Outcome,
     ) {
-        plan.left(outcome.rest((&part.good, &part.bad), part.span));
+        plan.left(
+            outcome.rest((&part.good, &part.bad), part.span),
+            outcome.confirmed_own(),
+        );
         self.steps.push(FurtherStep {
             stage: steps::stage(n),
             part,
             outcome,
         });
+    }
+
+    /// Whether this stage, its further steps aside, confirmed its culprit.
+    pub fn confirmed_own(&self) -> bool {
+        confirmed_culprit(&self.end, self.confirmation.as_ref()).is_some()
     }
 
     /// The confirmed culprits of the run, its own and its further steps', in the order they

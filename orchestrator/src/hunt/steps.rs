@@ -126,39 +126,73 @@ pub fn rest_of(
 }
 
 /// The order in which a run hunts the parts of a regression: breadth first, the first
-/// stage's parts before those its parts leave, each stage's older part first, at most
-/// `max_culprits` steps in all (the hunt's own stage is the first). The run and the simulator
-/// drive it alike: [`Steps::next_part`] names the next part to hunt, [`Steps::left`] takes what
-/// its stage left once it has ended.
+/// stage's parts before those its parts leave, each stage's older part first, until
+/// `max_culprits` culprits are confirmed (the hunt's own stage's among them). The run and the
+/// simulator drive it alike: [`Steps::next_part`] names the next part to hunt, [`Steps::left`]
+/// takes what its stage left once it has ended.
+///
+/// A stage that confirms no culprit (its part holds no regression; its bisection, misled by a
+/// host that moved, named a commit its re-test refuted) does not count as a culprit: a wrong
+/// commit leaves the regression on both its sides, and the parts' hunts find the real steps
+/// (CI, 2026-12-06: a host that sped up by 59σ mid-hunt made the first stage name a commit
+/// between the two planted steps; counted as a culprit, it and an empty part used the cap of 3
+/// and the second real step went unhunted). So that a misleading host cannot make a run hunt
+/// without end, the stages are capped too: at most `2 × max_culprits − 1` in all (5 for the
+/// default 3; 1, the first stage alone, for `max_culprits = 1`).
 #[derive(Debug, Clone)]
 pub struct Steps {
     queue: std::collections::VecDeque<Rest>,
+    /// Further parts hunted so far (the first stage not counted).
     hunted: usize,
+    /// Culprits confirmed so far, the first stage's included.
+    confirmed: usize,
     max_culprits: usize,
-    /// Parts not hunted, and why (`max_culprits` steps were; its ends make no range): named,
-    /// as the regression still unexplained.
+    /// Parts not hunted, and why (`max_culprits` culprits confirmed; the stages' cap reached;
+    /// its ends make no range): named, as the regression still unexplained.
     pub not_hunted: Vec<(Rest, String)>,
 }
 
 impl Steps {
-    /// The parts the hunt's own stage left.
-    pub fn new(max_culprits: usize, first: Vec<Rest>) -> Steps {
+    /// The parts the hunt's own stage left, and whether it confirmed its culprit.
+    pub fn new(max_culprits: usize, first: Vec<Rest>, first_confirmed: bool) -> Steps {
         Steps {
             queue: first.into(),
             hunted: 0,
+            confirmed: usize::from(first_confirmed),
             max_culprits,
             not_hunted: Vec::new(),
         }
     }
 
+    /// The most stages a run hunts, its first among them: `2 × max_culprits − 1`.
+    pub fn max_stages(&self) -> usize {
+        (2 * self.max_culprits).saturating_sub(1).max(1)
+    }
+
     /// The next part to hunt (its stage is [`stage`] of the number returned beside it), or
-    /// `None` once every part is hunted or past the cap.
+    /// `None` once every part is hunted or past a cap.
     pub fn next_part(&mut self) -> Option<(usize, Rest)> {
         while let Some(part) = self.queue.pop_front() {
-            if 1 + self.hunted >= self.max_culprits {
+            if self.confirmed >= self.max_culprits {
                 self.not_hunted.push((
                     part,
-                    format!("classify.max_culprits = {} reached", self.max_culprits),
+                    format!(
+                        "classify.max_culprits = {} reached: {} culprits confirmed",
+                        self.max_culprits, self.confirmed
+                    ),
+                ));
+                continue;
+            }
+            if 1 + self.hunted >= self.max_stages() {
+                self.not_hunted.push((
+                    part,
+                    format!(
+                        "{} stages hunted, the most a run with classify.max_culprits = {} \
+                         hunts (2 × max_culprits − 1; stages that confirmed no culprit \
+                         count here)",
+                        1 + self.hunted,
+                        self.max_culprits
+                    ),
                 ));
                 continue;
             }
@@ -176,19 +210,25 @@ impl Steps {
         self.not_hunted.push((part, why));
     }
 
-    /// The parts that the last part's stage left, once it has ended.
-    pub fn left(&mut self, more: Vec<Rest>) {
+    /// The parts that the last part's stage left once it has ended, and whether it confirmed
+    /// its culprit.
+    pub fn left(&mut self, more: Vec<Rest>, confirmed: bool) {
+        self.confirmed += usize::from(confirmed);
         self.queue.extend(more);
     }
 
     /// Whether a run whose stages so far are known by `ended` has hunted every part: `ended(n)`
-    /// gives what stage `n` ([`stage`]) left once it has ended, `None` while it runs or has
-    /// not begun. For `firstbad status --follow`, which follows a run to its last step (a part
-    /// that cannot be hunted, which no stage records, reads as not begun).
-    pub fn all_hunted(mut self, mut ended: impl FnMut(usize, &Rest) -> Option<Vec<Rest>>) -> bool {
+    /// gives what stage `n` ([`stage`]) left once it has ended and whether it confirmed its
+    /// culprit, `None` while it runs or has not begun. For `firstbad status --follow`, which
+    /// follows a run to its last step (a part that cannot be hunted, which no stage records,
+    /// reads as not begun).
+    pub fn all_hunted(
+        mut self,
+        mut ended: impl FnMut(usize, &Rest) -> Option<(Vec<Rest>, bool)>,
+    ) -> bool {
         while let Some((n, part)) = self.next_part() {
             match ended(n, &part) {
-                Some(more) => self.left(more),
+                Some((more, confirmed)) => self.left(more, confirmed),
                 None => return false,
             }
         }
@@ -260,16 +300,20 @@ mod tests {
         };
         // Stage 0 leaves two parts; the first of them leaves one more.
         let first = vec![part("g", "p"), part("c", "b")];
+        // Every stage confirms its culprit.
         let drive = |max: usize| {
-            let mut steps = Steps::new(max, first.clone());
+            let mut steps = Steps::new(max, first.clone(), true);
             let mut run = Vec::new();
             while let Some((n, r)) = steps.next_part() {
                 assert_eq!(n, run.len() + 2, "stages step-2, step-3, … in order");
-                steps.left(if n == 2 {
-                    vec![part("c2", "p")]
-                } else {
-                    vec![]
-                });
+                steps.left(
+                    if n == 2 {
+                        vec![part("c2", "p")]
+                    } else {
+                        vec![]
+                    },
+                    true,
+                );
                 run.push(r.good);
             }
             let past: Vec<Rest> = steps.not_hunted.into_iter().map(|(r, _)| r).collect();
@@ -285,5 +329,52 @@ mod tests {
         // One culprit: as before this issue, nothing further.
         let (run, past) = drive(1);
         assert!(run.is_empty() && past.len() == 2);
+    }
+
+    /// CI, 2026-12-06: the first stage named a commit between two real steps and its re-test
+    /// refuted it; the part before it held nothing; the part after it named the first real
+    /// step, confirmed, and left the second after it. Counting stages as culprits, the cap of 3
+    /// left the second real step unhunted.
+    #[test]
+    fn stages_that_confirm_nothing_do_not_use_up_the_culprits() {
+        let part = |g: &str, b: &str| Rest {
+            good: g.into(),
+            bad: b.into(),
+            side: Side::After,
+            span: WHOLE,
+        };
+        let first = vec![part("g", "p"), part("w", "b")];
+        // step-2 (g..p): nothing; step-3 (w..b): a culprit c, more after it; step-4 (c..b): the
+        // second culprit.
+        let mut steps = Steps::new(3, first.clone(), false);
+        let mut run = Vec::new();
+        while let Some((n, r)) = steps.next_part() {
+            let (more, confirmed) = match n {
+                2 => (vec![], false),
+                3 => (vec![part("c", "b")], true),
+                _ => (vec![], true),
+            };
+            steps.left(more, confirmed);
+            run.push(r.good);
+        }
+        assert_eq!(run, ["g", "w", "c"]);
+        assert!(steps.not_hunted.is_empty());
+        // A host that misleads every stage: each leaves two parts and confirms nothing. The
+        // run stops at 2 × 3 − 1 = 5 stages, and names what it left.
+        let mut steps = Steps::new(3, first, false);
+        let mut hunted = 0;
+        while let Some((_, r)) = steps.next_part() {
+            hunted += 1;
+            steps.left(vec![part(&r.good, "x"), part("y", &r.bad)], false);
+        }
+        assert_eq!(1 + hunted, 5);
+        assert!(steps
+            .not_hunted
+            .iter()
+            .all(|(_, why)| why.contains("5 stages hunted")));
+        assert_eq!(steps.not_hunted.len(), 6);
+        // One culprit at most: the first stage alone, confirmed or not.
+        let mut steps = Steps::new(1, vec![part("g", "p")], false);
+        assert!(steps.next_part().is_none());
     }
 }

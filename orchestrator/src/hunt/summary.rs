@@ -55,7 +55,7 @@ pub fn partial_summary(
         s += &format!(
             "; the culprit is short of bad: more of the regression may come after it \
              (the part from {} to bad: a run over git revisions hunts it next, up to \
-             classify.max_culprits steps)",
+             classify.max_culprits culprits)",
             short(culprit_id)
         );
     }
@@ -63,7 +63,7 @@ pub fn partial_summary(
         s += &format!(
             "; the parent is already worse than good: some of the regression may come before \
              it (the part from good to {}: a run over git revisions hunts it next, up to \
-             classify.max_culprits steps)",
+             classify.max_culprits culprits)",
             short(parent_id)
         );
     }
@@ -276,7 +276,7 @@ mod tests {
             first_half.ends_with(
                 "; the culprit is short of bad: more of the regression may come after it \
                  (the part from 222222222222 to bad: a run over git revisions hunts it next, \
-                 up to classify.max_culprits steps)"
+                 up to classify.max_culprits culprits)"
             ),
             "{first_half}"
         );
@@ -287,7 +287,7 @@ mod tests {
             second_half.ends_with(
                 "; the parent is already worse than good: some of the regression may come \
                  before it (the part from good to 111111111111: a run over git revisions hunts \
-                 it next, up to classify.max_culprits steps)"
+                 it next, up to classify.max_culprits culprits)"
             ),
             "{second_half}"
         );

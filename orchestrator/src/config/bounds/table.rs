@@ -325,7 +325,7 @@ pub const CLASSIFY_MAX_CULPRITS: Bound = int(
     1,
     16,
     3,
-    "steps of one regression a run hunts (bug 12309 had two); 1: the first found only",
+    "culprits of one regression a run confirms (bug 12309 had two); 1: the first stage only",
 );
 /// `[classify] refine_boots`.
 pub const CLASSIFY_REFINE_BOOTS: Bound = int(
