@@ -63,6 +63,9 @@ pub struct CellResult {
     /// culprits; none for a history without): a strategy that names one commit cannot do it
     /// on two culprits (issue 31 item 1).
     pub every_step: f64,
+    /// Share whose re-tests confirmed a commit that is not a culprit (None for strategies
+    /// without a re-test): what must stay near zero whatever the host does.
+    pub wrong_confirmed: Option<f64>,
 }
 
 pub(super) fn p95(mut v: Vec<f64>) -> f64 {
@@ -76,6 +79,8 @@ pub(super) struct Replicate {
     right: bool,
     /// The named commits are exactly the true culprits.
     every_step: bool,
+    /// A commit that is not a culprit was confirmed (None: the strategy does not re-test).
+    wrong_confirmed: Option<bool>,
     boots: usize,
     builds: usize,
     by_phase: [usize; PHASES.len()],
@@ -93,6 +98,10 @@ pub(super) fn replicate(strategy: Strategy, cell: &Cell, seed: u64) -> Replicate
             named.dedup();
             named == w.culprits
         },
+        wrong_confirmed: outcome
+            .confirmed
+            .as_ref()
+            .map(|c| c.iter().any(|x| !w.culprits.contains(x))),
         outcome,
         boots: w.boots,
         builds: w.builds,
@@ -207,6 +216,7 @@ pub(super) fn run_cell_sampled(
     let mut claims = false;
     // Runs that said "partial", among right and wrong answers.
     let (mut partial, mut says_partial) = ([0usize; 2], false);
+    let mut wrong_confirmed: Option<usize> = None;
     let mut samples = Vec::with_capacity(replicates);
     for x in replicates_of(strategy, cell, &seeds, jobs) {
         let o = x.outcome;
@@ -215,6 +225,9 @@ pub(super) fn run_cell_sampled(
         let counted = x.right || (o.culprit.is_none() && cell.shape == Shape::NoCulprit);
         right += usize::from(counted);
         every += usize::from(x.every_step);
+        if let Some(w) = x.wrong_confirmed {
+            *wrong_confirmed.get_or_insert(0) += usize::from(w);
+        }
         samples.push(Sample {
             right: counted,
             boots: x.boots,
@@ -279,6 +292,7 @@ pub(super) fn run_cell_sampled(
         ) && verdicts[0] > 0)
             .then(|| verdicts[1] as f64 / verdicts[0] as f64),
         every_step: f(every),
+        wrong_confirmed: wrong_confirmed.map(f),
     };
     (result, samples)
 }
@@ -301,6 +315,7 @@ pub fn cells(full: bool) -> Vec<Cell> {
         Noise::Step,
         Noise::Failed,
         Noise::Burst,
+        Noise::Wander,
     ] {
         for &n in ns {
             if full && noise != Noise::Normal && n != 1024 {

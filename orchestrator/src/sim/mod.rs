@@ -89,6 +89,9 @@ pub struct Outcome {
     /// Every commit named as the first bad one of a step, `culprit` first: one for the
     /// strategies that name one.
     pub culprits: Vec<usize>,
+    /// The commits whose re-test confirmed them, when the strategy re-tests at all (`firstbad
+    /// run`): a wrong commit among them is the failure a user cannot see.
+    pub confirmed: Option<Vec<usize>>,
 }
 
 /// No culprit named, no confidence claimed.
@@ -97,11 +100,49 @@ pub(super) const NOTHING: Outcome = Outcome {
     confidence: None,
     partial: None,
     culprits: Vec::new(),
+    confirmed: None,
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The wandering host is what its doc says: shifts of 1.5-3σ either way, lasting 5-30
+    /// boots, about a third of the boots in one; the commits' levels under it unchanged.
+    #[test]
+    fn a_wandering_host_shifts_by_a_few_sigma_for_a_few_boots_and_comes_back() {
+        let cell = Cell {
+            n: 64,
+            d: 0.0,
+            noise: Noise::Wander,
+            shape: Shape::NoCulprit,
+        };
+        let mut w = World::new(&cell, rand_chacha::ChaCha12Rng::seed_from_u64(3));
+        let (boots, mut shifted, mut lengths, mut sizes) = (30_000, 0usize, Vec::new(), Vec::new());
+        for _ in 0..boots {
+            let before = w.shift;
+            w.boot(0);
+            // A boot is in a shift when one was under way, or began with it (at least 5 long).
+            if before.0 > 0 || w.shift.0 > 0 {
+                shifted += 1;
+            }
+            if before.0 == 0 && w.shift.0 > 0 {
+                lengths.push(w.shift.0 + 1);
+                sizes.push(w.shift.1);
+            }
+        }
+        let share = shifted as f64 / boots as f64;
+        assert!((0.28..0.42).contains(&share), "{share}");
+        assert!(
+            lengths.iter().all(|&r| (5..=30).contains(&r)),
+            "{lengths:?}"
+        );
+        assert!(
+            sizes.iter().all(|s| (1.5..3.0).contains(&s.abs())),
+            "{sizes:?}"
+        );
+        assert!(sizes.iter().any(|&s| s < 0.0) && sizes.iter().any(|&s| s > 0.0));
+    }
 
     #[test]
     fn firstbad_run_s_boots_are_accounted_to_its_phases() {
@@ -211,9 +252,9 @@ mod tests {
             .flat_map(|c| Strategy::ALL.map(|s| (c, s)))
             .filter(|(c, s)| f.keeps(c, *s))
             .collect();
-        // Seven noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and
+        // Eight noise kinds at Δ/σ = 1 and 2 with one culprit, no culprit, two culprits at 1 and
         // 2.
-        assert_eq!(kept.len(), 14 + 1 + 2);
+        assert_eq!(kept.len(), 16 + 1 + 2);
         assert!(kept
             .iter()
             .all(|(c, s)| c.n == 1024 && c.d >= 1.0 && *s == Strategy::FirstbadRun));
@@ -336,6 +377,7 @@ mod tests {
             phases: None,
             verdicts_wrong: None,
             every_step: 0.0,
+            wrong_confirmed: None,
         };
         let firstbad = result(Strategy::FirstbadRun, 0.96, 185.0);
         let m = Matched {

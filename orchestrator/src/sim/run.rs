@@ -134,6 +134,13 @@ pub fn firstbad_run_with(
             _ => None,
         })
         .collect();
+    let confirmed = Some(
+        first
+            .confirmed_culprits()
+            .iter()
+            .map(|c| index(c))
+            .collect(),
+    );
     match &first.end {
         HuntEnd::Found { commit } => {
             let c = first.confirmation.as_ref();
@@ -143,10 +150,14 @@ pub fn firstbad_run_with(
                 // Whether the re-test's levels put part of the regression elsewhere.
                 partial: c.map(|c| c.levels.is_some_and(|l| l.several())),
                 culprits: named,
+                confirmed,
             }
         }
         // Not reproduced, only skipped commits left, or stopped for a person (drift).
-        _ => NOTHING,
+        _ => Outcome {
+            confirmed,
+            ..NOTHING
+        },
     }
 }
 

@@ -150,6 +150,7 @@ pub(super) fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                     confidence: Some(p),
                     partial: None,
                     culprits: vec![c + 1],
+                    confirmed: None,
                 }
             }
             Standing::NoSingleCulprit(p) => {
@@ -158,6 +159,7 @@ pub(super) fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                     confidence: Some(p),
                     partial: None,
                     culprits: Vec::new(),
+                    confirmed: None,
                 }
             }
             Standing::Open(c, p) if taken >= budget => {
@@ -166,6 +168,7 @@ pub(super) fn firstbad(w: &mut World, greedy: bool) -> Outcome {
                     confidence: Some(p),
                     partial: None,
                     culprits: vec![c + 1],
+                    confirmed: None,
                 }
             }
             Standing::Open(..) => {}
@@ -209,6 +212,7 @@ pub(super) fn bisect(w: &mut World, mut is_bad: impl FnMut(&mut World, usize) ->
         confidence: None,
         partial: None,
         culprits: vec![hi],
+        confirmed: None,
     }
 }
 

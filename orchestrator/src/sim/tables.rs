@@ -302,9 +302,10 @@ pub fn markdown(results: &[CellResult]) -> String {
     let mut s = String::new();
     s.push_str(
         "| N | Δ/σ | noise | culprits | strategy | accuracy | wrong culprit | no culprit | \
-         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial: right / wrong | every step named |\n",
+         boots mean | boots p95 | builds mean | builds p95 | claimed → observed | said partial: right / wrong | every step named | \
+         wrong & confirmed |\n",
     );
-    s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+    s.push_str("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n");
     for r in results {
         let cal = match (r.claimed, r.observed) {
             (Some(c), Some(o)) => format!("{} → {}", pct(c), pct(o)),
@@ -313,7 +314,7 @@ pub fn markdown(results: &[CellResult]) -> String {
         let _ =
             writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {} | {} | {} | {} |",
             r.cell.n,
             r.cell.d,
             r.cell.noise.name(),
@@ -329,7 +330,8 @@ pub fn markdown(results: &[CellResult]) -> String {
             cal,
             r.partial
                 .map_or("—".to_string(), |(r, w)| format!("{} / {}", pct(r), pct(w))),
-            pct(r.every_step)
+            pct(r.every_step),
+            r.wrong_confirmed.map_or("—".to_string(), pct)
         );
     }
     s
