@@ -290,14 +290,18 @@ mod tests {
         assert!(rest_of(("g", "b"), WHOLE, "g", "b", &levels(0.3, 0.7)).is_empty());
     }
 
-    #[test]
-    fn parts_are_hunted_breadth_first_up_to_the_cap() {
-        let part = |g: &str, b: &str| Rest {
+    /// A part after a step, from `g` to `b`, over the whole regression.
+    fn part(g: &str, b: &str) -> Rest {
+        Rest {
             good: g.into(),
             bad: b.into(),
             side: Side::After,
             span: WHOLE,
-        };
+        }
+    }
+
+    #[test]
+    fn parts_are_hunted_breadth_first_up_to_the_cap() {
         // Stage 0 leaves two parts; the first of them leaves one more.
         let first = vec![part("g", "p"), part("c", "b")];
         // Every stage confirms its culprit.
@@ -337,12 +341,6 @@ mod tests {
     /// left the second real step unhunted.
     #[test]
     fn stages_that_confirm_nothing_do_not_use_up_the_culprits() {
-        let part = |g: &str, b: &str| Rest {
-            good: g.into(),
-            bad: b.into(),
-            side: Side::After,
-            span: WHOLE,
-        };
         let first = vec![part("g", "p"), part("w", "b")];
         // step-2 (g..p): nothing; step-3 (w..b): a culprit c, more after it; step-4 (c..b): the
         // second culprit.
