@@ -64,6 +64,10 @@ fn the_strategy_of_firstbad_run_finds_the_culprit_and_states_an_honest_confidenc
         "{run:?} vs {research:?}"
     );
     calibrated(&run);
+    // A wrong commit confirmed is what a user cannot see: 0.3% in docs/simulation.md's 300
+    // histories. (On a host that wanders it is 17%: issue 31 item 4, not met yet.)
+    let wrong = run.wrong_confirmed.expect("firstbad run re-tests");
+    assert!(wrong <= 0.03, "{run:?}");
 }
 
 /// Issue 4's target compares boots at equal accuracy. The strategy people would tune to get
