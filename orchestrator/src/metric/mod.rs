@@ -26,7 +26,7 @@ pub enum Format {
     Hyperfine,
     /// Google Benchmark --benchmark_format=json (or --benchmark_out=F --benchmark_out_format=json)
     GoogleBenchmark,
-    /// criterion's estimates.json (target/criterion/<name>/new/estimates.json)
+    /// criterion's estimates.json (`target/criterion/<name>/new/estimates.json`)
     Criterion,
     /// pytest-benchmark --benchmark-json=F
     PytestBenchmark,
