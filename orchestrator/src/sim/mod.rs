@@ -108,7 +108,7 @@ mod tests {
     use super::*;
 
     /// The wandering host is what its doc says: shifts of 1.5-3σ either way, lasting 5-30
-    /// boots, about a third of the boots in one; the commits' levels under it unchanged.
+    /// boots, about a third of the boots in one.
     #[test]
     fn a_wandering_host_shifts_by_a_few_sigma_for_a_few_boots_and_comes_back() {
         let cell = Cell {

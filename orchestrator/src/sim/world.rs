@@ -54,7 +54,7 @@ pub enum Noise {
     /// in a burst ([`BURST_RATE`]).
     Burst,
     /// Normal plus a host level that shifts by a few σ for 5-30 boots, then comes back, again
-    /// and again ([`WANDER_RATE`]): about 40% of boots are in a shift.
+    /// and again ([`WANDER_RATE`]): about a third of the boots are in a shift.
     Wander,
 }
 
