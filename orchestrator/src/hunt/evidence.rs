@@ -5,7 +5,7 @@ use super::judge::Settings;
 use super::HuntState;
 use crate::posterior::{commit_evidence, Evidence};
 use crate::search::Dag;
-use crate::sequential::{Model, Timeline};
+use crate::sequential::{HostLevel, Model, Timeline, WANDER_REF_EVERY};
 use std::collections::HashMap;
 
 /// The boots of `id` that are evidence about the culprit, with their boot times: all of them
@@ -19,6 +19,64 @@ pub fn evidence_boots(s: &Settings, state: &HuntState, dag: &Dag, id: &str) -> V
         boots.drain(..n);
     }
     boots
+}
+
+/// The host's level over the hunt's boots ([`HostLevel`]), from every boot of the endpoints:
+/// the good one's, and in baselines mode the bad one's (relative mode's bad centre has none);
+/// every other commit's boots tell it whether the host wanders.
+pub fn host_level(
+    s: &Settings,
+    state: &HuntState,
+    model: &Model,
+    good: &str,
+    bad: &str,
+) -> HostLevel {
+    let mut boots: Vec<(f64, f64, bool)> = state
+        .timed(good)
+        .into_iter()
+        .map(|(v, t)| (v, t, false))
+        .collect();
+    if s.baselines_mode() {
+        boots.extend(state.timed(bad).into_iter().map(|(v, t)| (v, t, true)));
+    }
+    // In id order: the same journal reads the same sums.
+    let mut ids: Vec<&String> = state
+        .boots
+        .keys()
+        .filter(|c| *c != good && *c != bad)
+        .collect();
+    ids.sort();
+    let others: Vec<Vec<(f64, f64)>> = ids.into_iter().map(|c| state.timed(c)).collect();
+    HostLevel::new(model, &boots, &others)
+}
+
+/// The endpoint to boot next as a reference, when the host wanders ([`HostLevel::wanders`])
+/// and none of the last [`WANDER_REF_EVERY`] boots started was one: the side with fewer boots,
+/// good on a tie (relative mode: good). `None` on a steady host, which spends no boot on it.
+pub fn reference_due(
+    s: &Settings,
+    state: &HuntState,
+    level: &HostLevel,
+    good: &str,
+    bad: &str,
+) -> Option<String> {
+    if !level.wanders() {
+        return None;
+    }
+    let sides: &[&str] = if s.baselines_mode() {
+        &[good, bad]
+    } else {
+        &[good]
+    };
+    let last = sides.iter().filter_map(|c| state.last_started(c)).max()?;
+    if state.boots_started.saturating_sub(last + 1) < WANDER_REF_EVERY {
+        return None;
+    }
+    let booted = |c: &str| state.boots.get(c).map_or(0, Vec::len) + state.running_boots(c);
+    sides
+        .iter()
+        .min_by_key(|c| booted(c))
+        .map(|c| (*c).to_owned())
 }
 
 /// The good endpoint's boots after the baselines (the drift checks' re-measurements), with
@@ -78,7 +136,9 @@ pub fn posterior_inputs(
     hypotheses: &[usize],
     rows: &mut HashMap<usize, Vec<bool>>,
 ) -> PosteriorInputs {
-    let remeasured = reference_boots(state, good);
+    // On a host that wanders, every boot is read less the host's level at its time.
+    let level = host_level(s, state, model, good, dag.id(0));
+    let remeasured = level.adjusted(model, &reference_boots(state, good));
     let origin = trend_origin(s, state, good, dag.id(0));
     let line = Timeline::new(model, origin, &remeasured);
     // The booted hypotheses, in hypothesis order: a hunt boots few of its candidates, so
@@ -94,7 +154,7 @@ pub fn posterior_inputs(
     booted.sort_unstable();
     let (mut tested, mut under, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
     for (h, t) in booted {
-        let boots = evidence_boots(s, state, dag, dag.id(t));
+        let boots = level.adjusted(model, &evidence_boots(s, state, dag, dag.id(t)));
         if let Some(e) = commit_evidence(model, &line, &boots) {
             let row = rows
                 .entry(t)

@@ -83,9 +83,10 @@ pub fn verdict(
     })
 }
 
-/// The measured values and failed boots of `commit` and of every commit with its kernel that
-/// has no verdict yet: one kernel's boots, wherever they were started.
-pub fn pooled(state: &HuntState, commit: &str) -> (Vec<f64>, Vec<String>) {
+/// The measured values (with their boot times, as [`HuntState::timed`]) and failed boots of
+/// `commit` and of every commit with its kernel that has no verdict yet: one kernel's boots,
+/// wherever they were started.
+pub fn pooled(state: &HuntState, commit: &str) -> (Vec<(f64, f64)>, Vec<String>) {
     let mut values = Vec::new();
     let mut failures = Vec::new();
     let mut boots: Vec<&super::BootRecord> = std::iter::once(commit)
@@ -100,7 +101,7 @@ pub fn pooled(state: &HuntState, commit: &str) -> (Vec<f64>, Vec<String>) {
     boots.sort_by_key(|r| r.seq);
     for r in boots {
         match &r.outcome {
-            BootOutcome::Measured { value, .. } => values.push(*value),
+            BootOutcome::Measured { value, .. } => values.push((*value, r.seq as f64)),
             BootOutcome::Failed { reason, .. } => failures.push(reason.clone()),
         }
     }
@@ -193,8 +194,9 @@ mod tests {
                 outcome: measured(value),
             });
         }
-        assert_eq!(pooled(&s, "a").0, vec![1.0, 2.0, 3.0]);
-        assert_eq!(pooled(&s, "b").0, vec![1.0, 2.0, 3.0]);
-        assert_eq!(pooled(&s, "c").0, vec![9.0]);
+        let values = |b: Vec<(f64, f64)>| b.into_iter().map(|b| b.0).collect::<Vec<f64>>();
+        assert_eq!(values(pooled(&s, "a").0), vec![1.0, 2.0, 3.0]);
+        assert_eq!(values(pooled(&s, "b").0), vec![1.0, 2.0, 3.0]);
+        assert_eq!(values(pooled(&s, "c").0), vec![9.0]);
     }
 }

@@ -490,6 +490,24 @@ impl HuntState {
         self.boots_finished - self.forecast_after_boots
     }
 
+    /// The place among the hunt's started boots of the last boot of `commit` started, finished
+    /// or running.
+    pub fn last_started(&self, commit: &str) -> Option<usize> {
+        let done = self
+            .boots
+            .get(commit)
+            .into_iter()
+            .flatten()
+            .map(|r| r.started);
+        let running = self.running.iter().filter_map(|r| match r {
+            Running::Boot {
+                commit: c, started, ..
+            } if c == commit => Some(*started),
+            _ => None,
+        });
+        done.chain(running).max()
+    }
+
     /// Boots of `commit` running now.
     pub fn running_boots(&self, commit: &str) -> usize {
         self.running

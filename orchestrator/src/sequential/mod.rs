@@ -25,12 +25,14 @@
 //!    does not explain.
 
 mod drift;
+mod wander;
 
 pub use drift::{
     drift, drift_from, drift_lasted, drift_run, refine_drift_due, Drift, Timeline, DRIFT_LASTS_CAP,
     DRIFT_MIN_SHIFT, DRIFT_WINDOW, DRIFT_Z, REFINE_DRIFT_BOOTS_PER_VERDICT, TREND_PRIOR,
     TREND_UNIT,
 };
+pub use wander::{HostLevel, LEVEL_REACH, LEVEL_REFS, WANDER_REF_EVERY, WANDER_Z};
 
 use crate::config::{ClassifyConfig, Direction};
 use crate::stats::{mad, mann_whitney_u, median, normal_quantile, t_logpdf};

@@ -5,12 +5,14 @@
 //! sooner.
 
 use super::super::driver::{Decision, Driver, Work};
+use super::super::evidence::{host_level, reference_due};
 use super::super::judge::{verdict_of, Judge};
 use super::super::same_kernel;
 use super::super::HuntState;
 use super::drift;
 use crate::journal::{BuildOutcome, Event, Verdict};
 use crate::search::{Bisection, Next};
+use crate::sequential::HostLevel;
 
 /// The bisection's next step.
 pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
@@ -27,8 +29,18 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
     }
     work.truncate(k);
 
-    // Verdicts first, one at a time: each changes what the others are.
+    // Verdicts first, one at a time: each changes what the others are. On a host that
+    // wanders, each boot is read less the host's level at its time.
     let host = state.host_failures(&endpoints);
+    let level = judge.model().map_or_else(HostLevel::steady, |m| {
+        host_level(s, state, m, &d.plan.good, &d.plan.bad)
+    });
+    let read = |boots: &[(f64, f64)]| -> Vec<f64> {
+        match judge.model() {
+            Some(m) => boots.iter().map(|&(v, t)| level.adjust(m, v, t)).collect(),
+            None => boots.iter().map(|b| b.0).collect(),
+        }
+    };
     for commit in &work {
         let call = match state.builds.get(commit) {
             Some(BuildOutcome::Failed { error_lines, .. }) => Some((
@@ -48,20 +60,25 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
             // the boots of every commit that did.
             Some(BuildOutcome::Built { .. }) if s.same_kernel => {
                 same_kernel::verdict(state, commit, &d.plan.goods, &d.plan.bad).or_else(|| {
-                    let (values, failures) = same_kernel::pooled(state, commit);
-                    verdict_of(s, judge, &values, &failures, host)
+                    let (boots, failures) = same_kernel::pooled(state, commit);
+                    verdict_of(s, judge, &read(&boots), &failures, host)
                 })
             }
             Some(BuildOutcome::Built { .. }) => verdict_of(
                 s,
                 judge,
-                &state.values(commit),
+                &read(&state.timed(commit)),
                 &state.failures(commit),
                 host,
             ),
             None => None,
         };
         if let Some((verdict, reason)) = call {
+            let reason = if level.wanders() && !matches!(verdict, Verdict::Skip) {
+                format!("{reason}; {}", level.describe())
+            } else {
+                reason
+            };
             return Decision::Record(Event::Verdict {
                 commit: commit.clone(),
                 verdict,
@@ -96,9 +113,18 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
         .iter()
         .filter(|c| matches!(state.builds.get(*c), Some(BuildOutcome::Built { .. })))
         .collect();
+    let mut hosts = d.free_slots(state).into_iter();
+    // A reference boot of an endpoint beside the candidates, when the host wanders.
+    if !bootable.is_empty() {
+        if let Some(commit) = reference_due(s, state, &level, &d.plan.good, &d.plan.bad) {
+            if let Some(host) = hosts.next() {
+                start.push(Work::Boot { commit, host });
+            }
+        }
+    }
     if !bootable.is_empty() {
         let mut running: Vec<usize> = bootable.iter().map(|c| state.running_boots(c)).collect();
-        for host in d.free_slots(state) {
+        for host in hosts {
             let (i, _) = running
                 .iter()
                 .enumerate()

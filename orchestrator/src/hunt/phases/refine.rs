@@ -7,7 +7,9 @@
 //! journalled boots, so a resumed hunt takes the same steps.
 
 use super::super::driver::{Decision, Driver};
-use super::super::evidence::{bad_under, evidence_boots, posterior_inputs, PosteriorInputs};
+use super::super::evidence::{
+    bad_under, evidence_boots, host_level, posterior_inputs, reference_due, PosteriorInputs,
+};
 use super::super::judge::{Judge, RefineProbe};
 use super::super::HuntState;
 use super::{confirm, drift};
@@ -124,6 +126,11 @@ pub fn next(
             }
         },
     };
+    // A reference boot of an endpoint beside the probes, when the host wanders.
+    let level = host_level(settings, state, model, &d.plan.good, &d.plan.bad);
+    if let Some(reference) = reference_due(settings, state, &level, &d.plan.good, &d.plan.bad) {
+        return d.boots_for(state, |i| (i == 0).then(|| reference.clone()));
+    }
     match state.builds.get(&probe) {
         None => d.build(state, &probe),
         Some(BuildOutcome::Built { .. }) => d.boots_for(state, |i| (i == 0).then(|| probe.clone())),
