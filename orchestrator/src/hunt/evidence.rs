@@ -185,3 +185,112 @@ pub fn bad_under(dag: &Dag, hypotheses: &[usize], tested: usize) -> Vec<bool> {
     }
     hypotheses.iter().map(|&h| seen[h]).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ClassifyConfig, Direction};
+    use crate::hunt::judge::RefineProbe;
+    use crate::journal::{BootOutcome, Event};
+    use std::path::PathBuf;
+
+    fn settings() -> Settings {
+        Settings {
+            classify: ClassifyConfig::defaults(),
+            direction: Direction::LowerIsBetter,
+            metric: "p50".into(),
+            split: true,
+            probe: RefineProbe::default(),
+            same_kernel: true,
+        }
+    }
+
+    fn boot(state: &mut HuntState, commit: &str, value: f64) {
+        let boot = state.boots.get(commit).map_or(1, |b| b.len() as u32 + 1);
+        state.apply(&Event::BootStarted {
+            commit: commit.into(),
+            boot,
+            host: "h".into(),
+        });
+        state.apply(&Event::BootFinished {
+            commit: commit.into(),
+            boot,
+            host: "h".into(),
+            outcome: BootOutcome::Measured {
+                kernel_release: String::new(),
+                boot_id: String::new(),
+                value,
+                result: firstbad_wire::WorkloadResult::empty("test", 0.0),
+                console: PathBuf::new(),
+                boot_seconds: 0.0,
+            },
+        });
+    }
+
+    /// Baselines of 10 ms against 11 ms, σ about 2%, then a candidate: on a steady host no
+    /// reference is ever due; on one whose level moved by 3σ for a stretch of the baselines and
+    /// of the candidate's boots, an endpoint is booted every second boot, the one with fewer
+    /// boots, and the candidate's boots are read back to where it stands.
+    #[test]
+    fn a_reference_is_due_every_second_boot_only_on_a_host_that_wanders() {
+        let s = settings();
+        let noise = [
+            0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 0.2, -0.2, 0.8, -0.8, 0.0,
+        ];
+        let hunt = |shift: &dyn Fn(usize) -> f64| {
+            let mut state = HuntState::default();
+            let mut i = 0;
+            for pair in 0..12 {
+                for (commit, centre) in [("good", 10.0f64), ("bad", 11.0)] {
+                    let z = noise[(pair + usize::from(commit == "bad") * 5) % noise.len()];
+                    boot(&mut state, commit, centre * (0.02 * (z + shift(i))).exp());
+                    i += 1;
+                }
+            }
+            state.baseline_boots = Some(12);
+            for k in 0..6 {
+                boot(&mut state, "c", 10.0 * (0.02 * (noise[k] + shift(i))).exp());
+                i += 1;
+            }
+            state
+        };
+        let model = |state: &HuntState| {
+            Model::from_baselines(
+                &state.values("good"),
+                &state.values("bad"),
+                Direction::LowerIsBetter,
+            )
+        };
+        let steady = hunt(&|_| 0.0);
+        let m = model(&steady);
+        let level = host_level(&s, &steady, &m, "good", "bad");
+        assert!(!level.wanders(), "{level:?}");
+        assert_eq!(reference_due(&s, &steady, &level, "good", "bad"), None);
+
+        // 3σ up from boot 8 to 19 and from boot 24 on: the last baselines and the candidate.
+        let wandering = hunt(&|i| {
+            if (8..20).contains(&i) || i >= 24 {
+                3.0
+            } else {
+                0.0
+            }
+        });
+        let m = model(&wandering);
+        let level = host_level(&s, &wandering, &m, "good", "bad");
+        assert!(level.wanders(), "{level:?}");
+        assert_eq!(
+            reference_due(&s, &wandering, &level, "good", "bad").as_deref(),
+            Some("good"),
+            "six boots since the last endpoint's, good and bad booted alike: good first"
+        );
+        let mut after = wandering.clone();
+        boot(&mut after, "good", 10.0);
+        assert_eq!(reference_due(&s, &after, &level, "good", "bad"), None);
+        boot(&mut after, "c", 10.0);
+        boot(&mut after, "c", 10.0);
+        assert_eq!(
+            reference_due(&s, &after, &level, "good", "bad").as_deref(),
+            Some("bad")
+        );
+    }
+}

@@ -245,8 +245,8 @@ mod tests {
                 assert_eq!(h.adjust(&m, 123.0, 10.5), 123.0);
             }
         }
-        // One-sided 1%: a few in 200.
-        assert!(seen <= 6, "{seen} of 200 steady hosts read as wandering");
+        // One-sided 5%: about ten in 200 at most.
+        assert!(seen <= 15, "{seen} of 200 steady hosts read as wandering");
     }
 
     #[test]
