@@ -248,8 +248,8 @@ mod tests {
                 }
             }
             state.baseline_boots = Some(12);
-            for k in 0..6 {
-                boot(&mut state, "c", 10.0 * (0.02 * (noise[k] + shift(i))).exp());
+            for z in &noise[..6] {
+                boot(&mut state, "c", 10.0 * (0.02 * (z + shift(i))).exp());
                 i += 1;
             }
             state
