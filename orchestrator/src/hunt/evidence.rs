@@ -191,8 +191,6 @@ mod tests {
     use super::*;
     use crate::config::{ClassifyConfig, Direction};
     use crate::hunt::judge::RefineProbe;
-    use crate::journal::{BootOutcome, Event};
-    use std::path::PathBuf;
 
     fn settings() -> Settings {
         Settings {
@@ -203,28 +201,6 @@ mod tests {
             probe: RefineProbe::default(),
             same_kernel: true,
         }
-    }
-
-    fn boot(state: &mut HuntState, commit: &str, value: f64) {
-        let boot = state.boots.get(commit).map_or(1, |b| b.len() as u32 + 1);
-        state.apply(&Event::BootStarted {
-            commit: commit.into(),
-            boot,
-            host: "h".into(),
-        });
-        state.apply(&Event::BootFinished {
-            commit: commit.into(),
-            boot,
-            host: "h".into(),
-            outcome: BootOutcome::Measured {
-                kernel_release: String::new(),
-                boot_id: String::new(),
-                value,
-                result: firstbad_wire::WorkloadResult::empty("test", 0.0),
-                console: PathBuf::new(),
-                boot_seconds: 0.0,
-            },
-        });
     }
 
     /// Baselines of 10 ms against 11 ms, σ about 2%, then a candidate: on a steady host no
@@ -243,13 +219,13 @@ mod tests {
             for pair in 0..12 {
                 for (commit, centre) in [("good", 10.0f64), ("bad", 11.0)] {
                     let z = noise[(pair + usize::from(commit == "bad") * 5) % noise.len()];
-                    boot(&mut state, commit, centre * (0.02 * (z + shift(i))).exp());
+                    state.record_boot(commit, centre * (0.02 * (z + shift(i))).exp());
                     i += 1;
                 }
             }
             state.baseline_boots = Some(12);
             for z in &noise[..6] {
-                boot(&mut state, "c", 10.0 * (0.02 * (z + shift(i))).exp());
+                state.record_boot("c", 10.0 * (0.02 * (z + shift(i))).exp());
                 i += 1;
             }
             state
@@ -284,10 +260,10 @@ mod tests {
             "six boots since the last endpoint's, good and bad booted alike: good first"
         );
         let mut after = wandering.clone();
-        boot(&mut after, "good", 10.0);
+        after.record_boot("good", 10.0);
         assert_eq!(reference_due(&s, &after, &level, "good", "bad"), None);
-        boot(&mut after, "c", 10.0);
-        boot(&mut after, "c", 10.0);
+        after.record_boot("c", 10.0);
+        after.record_boot("c", 10.0);
         assert_eq!(
             reference_due(&s, &after, &level, "good", "bad").as_deref(),
             Some("bad")

@@ -163,17 +163,6 @@ mod tests {
         assert_eq!(verdict(&s, "d", &goods, "bad"), None);
     }
 
-    fn measured(value: f64) -> BootOutcome {
-        BootOutcome::Measured {
-            kernel_release: String::new(),
-            boot_id: String::new(),
-            value,
-            result: firstbad_wire::WorkloadResult::empty("test", 0.0),
-            console: PathBuf::new(),
-            boot_seconds: 0.0,
-        }
-    }
-
     #[test]
     fn twins_under_test_at_once_are_judged_on_their_boots_together() {
         let mut s = HuntState::default();
@@ -181,18 +170,7 @@ mod tests {
         built(&mut s, "b", Some("k1"));
         built(&mut s, "c", Some("k2"));
         for (commit, value) in [("a", 1.0), ("b", 2.0), ("c", 9.0), ("a", 3.0)] {
-            let boot = s.boots.get(commit).map_or(1, |b| b.len() as u32 + 1);
-            s.apply(&Event::BootStarted {
-                commit: commit.into(),
-                boot,
-                host: "h".into(),
-            });
-            s.apply(&Event::BootFinished {
-                commit: commit.into(),
-                boot,
-                host: "h".into(),
-                outcome: measured(value),
-            });
+            s.record_boot(commit, value);
         }
         let values = |b: Vec<(f64, f64)>| b.into_iter().map(|b| b.0).collect::<Vec<f64>>();
         assert_eq!(values(pooled(&s, "a").0), vec![1.0, 2.0, 3.0]);

@@ -587,6 +587,33 @@ impl HuntState {
 }
 
 #[cfg(test)]
+impl HuntState {
+    /// A boot of `commit` on host "h" that measured `value`, started and finished as the
+    /// journal records one: for the tests of what reads a hunt's boots.
+    pub(crate) fn record_boot(&mut self, commit: &str, value: f64) {
+        let boot = self.boots.get(commit).map_or(1, |b| b.len() as u32 + 1);
+        self.apply(&Event::BootStarted {
+            commit: commit.into(),
+            boot,
+            host: "h".into(),
+        });
+        self.apply(&Event::BootFinished {
+            commit: commit.into(),
+            boot,
+            host: "h".into(),
+            outcome: BootOutcome::Measured {
+                kernel_release: String::new(),
+                boot_id: String::new(),
+                value,
+                result: firstbad_wire::WorkloadResult::empty("test", 0.0),
+                console: std::path::PathBuf::new(),
+                boot_seconds: 0.0,
+            },
+        });
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::path::PathBuf;
