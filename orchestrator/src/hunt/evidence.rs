@@ -206,7 +206,7 @@ mod tests {
     /// Baselines of 10 ms against 11 ms, σ about 2%, then a candidate: on a steady host no
     /// reference is ever due; on one whose level moved by 3σ for a stretch of the baselines and
     /// of the candidate's boots, an endpoint is booted every second boot, the one with fewer
-    /// boots, and the candidate's boots are read back to where it stands.
+    /// boots (what reads the candidate's boots against them is `sequential::wander`'s test).
     #[test]
     fn a_reference_is_due_every_second_boot_only_on_a_host_that_wanders() {
         let s = settings();
