@@ -121,6 +121,8 @@ pub struct PosteriorInputs {
     pub reference: Option<Evidence>,
     /// The timeline the boots were read on.
     pub line: Timeline,
+    /// The host's level the boots were read less ([`host_level`]).
+    pub level: HostLevel,
 }
 
 /// Every boot of the hunt as the posterior reads it, for the posterior phase and the final
@@ -171,6 +173,7 @@ pub fn posterior_inputs(
         evidence,
         reference: commit_evidence(model, &line, &remeasured),
         line,
+        level,
     }
 }
 

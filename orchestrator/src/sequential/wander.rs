@@ -123,7 +123,8 @@ impl HostLevel {
             pairs,
             ..HostLevel::steady()
         };
-        if pairs < WANDER_MIN_PAIRS {
+        // No endpoint boot to read the level from (none admitted), or too few pairs.
+        if level.refs.is_empty() || pairs < WANDER_MIN_PAIRS {
             return level;
         }
         let n = pairs as f64;

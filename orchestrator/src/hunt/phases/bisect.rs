@@ -113,16 +113,14 @@ pub fn next(d: &Driver, state: &HuntState, judge: &Judge) -> Decision {
         .iter()
         .filter(|c| matches!(state.builds.get(*c), Some(BuildOutcome::Built { .. })))
         .collect();
-    let mut hosts = d.free_slots(state).into_iter();
-    // A reference boot of an endpoint beside the candidates, when the host wanders.
     if !bootable.is_empty() {
+        let mut hosts = d.free_slots(state).into_iter();
+        // A reference boot of an endpoint beside the candidates, when the host wanders.
         if let Some(commit) = reference_due(s, state, &level, &d.plan.good, &d.plan.bad) {
             if let Some(host) = hosts.next() {
                 start.push(Work::Boot { commit, host });
             }
         }
-    }
-    if !bootable.is_empty() {
         let mut running: Vec<usize> = bootable.iter().map(|c| state.running_boots(c)).collect();
         for host in hosts {
             let (i, _) = running

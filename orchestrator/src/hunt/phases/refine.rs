@@ -8,7 +8,7 @@
 
 use super::super::driver::{Decision, Driver};
 use super::super::evidence::{
-    bad_under, evidence_boots, host_level, posterior_inputs, reference_due, PosteriorInputs,
+    bad_under, evidence_boots, posterior_inputs, reference_due, PosteriorInputs,
 };
 use super::super::judge::{Judge, RefineProbe};
 use super::super::HuntState;
@@ -46,6 +46,7 @@ pub fn next(
         evidence,
         reference,
         line,
+        level,
     } = posterior_inputs(
         &d.plan.settings,
         state,
@@ -127,7 +128,6 @@ pub fn next(
         },
     };
     // A reference boot of an endpoint beside the probes, when the host wanders.
-    let level = host_level(settings, state, model, &d.plan.good, &d.plan.bad);
     if let Some(reference) = reference_due(settings, state, &level, &d.plan.good, &d.plan.bad) {
         return d.boots_for(state, |i| (i == 0).then(|| reference.clone()));
     }
