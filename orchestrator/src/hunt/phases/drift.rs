@@ -8,7 +8,7 @@
 //! moves.
 
 use super::super::driver::{Decision, Driver, StopReason};
-use super::super::evidence::{reference_boots, trend_origin};
+use super::super::evidence::{host_level, reference_boots, trend_origin};
 use super::super::judge::{endpoint_failing, Judge};
 use super::super::summary::unoriented;
 use super::super::HuntState;
@@ -102,17 +102,19 @@ pub fn check(
         .filter_map(|r| r.outcome.seconds())
         .take(run)
         .sum();
-    if drift.drifted
-        && !sequential::drift_lasted(
-            run,
-            seconds,
-            c.drift_lasts_boots as usize,
-            c.drift_lasts_minutes,
-        )
-    {
-        // Not on a burst: re-measure while the move has not lasted, and let the host come
-        // back (issue 38: a busy neighbour for a few seconds stopped a night's hunt).
-        return Some(d.boots_for(state, |i| (i == 0).then(|| good.to_owned())));
+    if drift.drifted {
+        // A host read as wandering has references booted beside every candidate and every boot
+        // read against them (`sequential::HostLevel`): a move that comes back is tracked there,
+        // and only one that lasts DRIFT_LASTS_CAP times as long stops the hunt.
+        let mut lasts = c.drift_lasts_boots as usize;
+        if host_level(&d.plan.settings, state, model, good, &d.plan.bad).wanders() {
+            lasts *= sequential::DRIFT_LASTS_CAP;
+        }
+        if !sequential::drift_lasted(run, seconds, lasts, c.drift_lasts_minutes) {
+            // Not on a burst: re-measure while the move has not lasted, and let the host come
+            // back (issue 38: a busy neighbour for a few seconds stopped a night's hunt).
+            return Some(d.boots_for(state, |i| (i == 0).then(|| good.to_owned())));
+        }
     }
     let recent = &remeasured[remeasured.len().saturating_sub(sequential::DRIFT_WINDOW)..];
     let v = state.verdicts.len();
