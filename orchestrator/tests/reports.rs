@@ -339,6 +339,7 @@ fn fixture() -> Fixture {
                 hi: 1.04,
             },
             floor: 0.05,
+            ratio: Some(11.0),
         }),
     })
     .unwrap();

@@ -188,21 +188,47 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
     }
     // A step's share of its own part, as a share of the whole regression: the part's span
     // comes from the levels of the steps that left it, whose own intervals are not carried.
+    // The levels are on the log scale; the first stage's ratio of bad to good gives the same
+    // step in the metric's own unit, which is what a person reads beside the medians.
+    let ratio = outcome
+        .confirmation
+        .as_ref()
+        .and_then(|c| c.levels)
+        .and_then(|l| l.ratio);
     let share = |o: &hunt::Outcome, span: (f64, f64)| {
         o.confirmation.as_ref().and_then(|c| c.levels).map(|l| {
             let s = l.share();
             let whole = |x: f64| 100.0 * hunt::steps::of_whole(span, x);
-            format!(
-                "{:.0}% of the whole regression ({}{:.0}-{:.0}% by the re-test's interval)",
-                whole(s.level),
-                if span == hunt::steps::WHOLE {
-                    ""
-                } else {
-                    "about; "
-                },
-                whole(s.lo.max(0.0)),
-                whole(s.hi)
-            )
+            let about = if span == hunt::steps::WHOLE {
+                ""
+            } else {
+                "about; "
+            };
+            let interval = |what: &str, l: f64, lo: f64, hi: f64| {
+                format!(
+                    "{l:.0}% of the whole regression{what} ({about}{lo:.0}-{hi:.0}% by the \
+                     re-test's interval)",
+                    lo = lo.max(0.0)
+                )
+            };
+            let log = interval("", whole(s.level), whole(s.lo), whole(s.hi));
+            match l.metric_share(span, ratio) {
+                Some(m) if (m.level - hunt::steps::of_whole(span, s.level)).abs() >= 0.05 => {
+                    format!(
+                        "{}; on the log scale the statistics read, {:.0}% ({:.0}-{:.0}%)",
+                        interval(
+                            " in the metric's own unit",
+                            100.0 * m.level,
+                            100.0 * m.lo,
+                            100.0 * m.hi
+                        ),
+                        whole(s.level),
+                        whole(s.lo.max(0.0)),
+                        whole(s.hi)
+                    )
+                }
+                _ => log,
+            }
         })
     };
     if let Some(s) = share(outcome, hunt::steps::WHOLE) {
@@ -223,11 +249,9 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
                     &step.outcome,
                     commits,
                 );
+                // print_found has said what its revert on top of its part recovers.
                 if let Some(s) = share(&step.outcome, step.part.span) {
                     println!("  its share: {s}");
-                }
-                if let Some(r) = &step.outcome.reverted {
-                    println!("  reverted on top of its part: {}", r.summary);
                 }
             }
             HuntEnd::OnlySkippedLeft { commits: c } => println!(

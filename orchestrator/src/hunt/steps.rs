@@ -251,6 +251,7 @@ mod tests {
             parent: at(parent),
             culprit: at(culprit),
             floor: 0.05,
+            ratio: None,
         }
     }
 

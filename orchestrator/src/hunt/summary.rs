@@ -3,7 +3,7 @@
 
 use super::{short, BootRecord, HuntState};
 use crate::journal::BootOutcome;
-use crate::posterior::{rest, HostMove, Level};
+use crate::posterior::{rest, HostMove, Level, StepLevels};
 use crate::sequential::{self, Timeline};
 use crate::stats::median;
 
@@ -29,13 +29,13 @@ pub fn host_summary(host: &HostMove, line: &Timeline) -> String {
 /// ([`rest`], `floor` the smallest part that counts): when the culprit is short of bad, more
 /// of it came later (hunt again from the culprit); when the parent is worse than good, some
 /// came earlier (hunt again up to the parent).
-pub fn partial_summary(
-    parent: Level,
-    culprit: Level,
-    floor: f64,
-    parent_id: &str,
-    culprit_id: &str,
-) -> String {
+pub fn partial_summary(levels: &StepLevels, parent_id: &str, culprit_id: &str) -> String {
+    let StepLevels {
+        parent,
+        culprit,
+        floor,
+        ..
+    } = *levels;
     let pct = |l: &Level| {
         format!(
             "{:.0}% ({}% interval {:.0} to {:.0}%)",
@@ -50,6 +50,19 @@ pub fn partial_summary(
         pct(&parent),
         pct(&culprit)
     );
+    // On a large regression the log scale's shares are not the metric's: say both.
+    if let Some(m) = levels.metric_share(crate::hunt::steps::WHOLE, levels.ratio) {
+        if (m.level - levels.share().level).abs() >= 0.05 {
+            s += &format!(
+                " (on the log scale the statistics read; in the metric's own unit the step is \
+                 {:.0}% of the regression, {}% interval {:.0} to {:.0}%)",
+                100.0 * m.level,
+                crate::posterior::LEVEL_PERCENT,
+                100.0 * m.lo,
+                100.0 * m.hi
+            );
+        }
+    }
     let r = rest(&parent, &culprit, floor);
     if r.after {
         s += &format!(
@@ -262,16 +275,22 @@ mod tests {
             lo: level - half,
             hi: level + half,
         };
+        let lv = |parent, culprit, floor| StepLevels {
+            parent,
+            culprit,
+            floor,
+            ratio: None,
+        };
         let (parent, culprit) = ("1111111111111111", "2222222222222222");
         // The whole step: levels and intervals, no advice.
-        let whole = partial_summary(at(0.02, 0.2), at(0.97, 0.2), 0.05, parent, culprit);
+        let whole = partial_summary(&lv(at(0.02, 0.2), at(0.97, 0.2), 0.05), parent, culprit);
         assert_eq!(
             whole,
             "of the way from good to bad, the parent sits at 2% (99% interval -18 to 22%) and \
              the culprit at 97% (99% interval 77 to 117%)"
         );
         // Half of it, the rest later: hunt on from the culprit.
-        let first_half = partial_summary(at(0.0, 0.2), at(0.5, 0.2), 0.05, parent, culprit);
+        let first_half = partial_summary(&lv(at(0.0, 0.2), at(0.5, 0.2), 0.05), parent, culprit);
         assert!(
             first_half.ends_with(
                 "; the culprit is short of bad: more of the regression may come after it \
@@ -282,7 +301,7 @@ mod tests {
         );
         assert!(!first_half.contains("before"), "{first_half}");
         // The second half: some came before the parent.
-        let second_half = partial_summary(at(0.5, 0.2), at(1.0, 0.2), 0.05, parent, culprit);
+        let second_half = partial_summary(&lv(at(0.5, 0.2), at(1.0, 0.2), 0.05), parent, culprit);
         assert!(
             second_half.ends_with(
                 "; the parent is already worse than good: some of the regression may come \
@@ -292,7 +311,28 @@ mod tests {
             "{second_half}"
         );
         // Clearly short of bad, but by less than the floor: not worth a hunt.
-        let nearly = partial_summary(at(0.0, 0.01), at(0.97, 0.01), 0.05, parent, culprit);
+        let nearly = partial_summary(&lv(at(0.0, 0.01), at(0.97, 0.01), 0.05), parent, culprit);
         assert!(!nearly.contains("hunt again"), "{nearly}");
+        // A regression that multiplies the metric by 20: 65% of the way on the log scale is
+        // 32% in the metric's unit, and the summary says both; at +30% the two agree and it
+        // says one.
+        let large = StepLevels {
+            ratio: Some(20.0),
+            ..lv(at(0.0, 0.0), at(0.65, 0.02), 0.05)
+        };
+        let said = partial_summary(&large, parent, culprit);
+        assert!(
+            said.contains(
+                "the culprit at 65% (99% interval 63 to 67%) (on the log scale the statistics \
+                 read; in the metric's own unit the step is 32% of the regression, 99% \
+                 interval 29 to 34%)"
+            ),
+            "{said}"
+        );
+        let small = StepLevels {
+            ratio: Some(1.3),
+            ..large
+        };
+        assert!(!partial_summary(&small, parent, culprit).contains("own unit"));
     }
 }

@@ -9,7 +9,7 @@
 use super::super::driver::{Decision, Driver};
 use super::super::evidence::posterior_inputs;
 use super::super::judge::Judge;
-use super::super::summary::{host_summary, partial_summary};
+use super::super::summary::{host_summary, partial_summary, unoriented};
 use super::super::{same_kernel, short, HuntState};
 use super::rounds::{admit, Rounds};
 use crate::config::Direction;
@@ -323,6 +323,9 @@ fn conclude(
             parent,
             culprit,
             floor: r.floor,
+            ratio: judge
+                .model()
+                .map(|m| unoriented(m.bad, m.direction) / unoriented(m.good, m.direction)),
         })
     });
     // A parent that builds good's kernel sits at good, and a culprit that builds bad's at bad,
@@ -357,10 +360,7 @@ fn conclude(
         );
         let mut said = host_summary(&host, &inputs.line);
         if let (Some(st), Some(p)) = (&steps, parent) {
-            said = format!(
-                "{said}; {}",
-                partial_summary(st.parent, st.culprit, st.floor, p, commit)
-            );
+            said = format!("{said}; {}", partial_summary(st, p, commit));
             if twin_parent {
                 said += " (the parent builds the good endpoint's kernel: it sits at good by \
                           identity, whatever its rounds measured)";
