@@ -1040,18 +1040,14 @@ fn names_both_steps_of_a_two_step_regression_in_one_run() {
         .output()
         .unwrap();
     assert!(made.status.success(), "make-twostep-branch failed");
-    let by_subject = |subject: &str| {
-        git(
-            demo_tree(),
-            &["log", "--format=%H %s", "demo-good..twostep"],
-        )
-        .lines()
-        .find_map(|l| l.split_once(' ').filter(|(_, s)| *s == subject))
-        .map(|(id, _)| id.to_owned())
-        .unwrap_or_else(|| panic!("no commit {subject:?} on twostep"))
-    };
-    let first = by_subject("ext4: wait for writeback in flight before the fsync commit");
-    let second = by_subject("ext4: let a write-back cache settle before fsync returns");
+    let first = commit_in(
+        "demo-good..twostep",
+        "ext4: wait for writeback in flight before the fsync commit",
+    );
+    let second = commit_in(
+        "demo-good..twostep",
+        "ext4: let a write-back cache settle before fsync returns",
+    );
     let dir = tempfile::tempdir().unwrap();
     let hunt = dir.path().join("hunt.toml");
     std::fs::write(
@@ -1092,8 +1088,9 @@ fn names_both_steps_of_a_two_step_regression_in_one_run() {
         .filter_map(|(_, c, _)| c.as_deref())
         .collect();
     assert_eq!(confirmed, [first.as_str(), second.as_str()], "{stdout}");
-    // The first step's share, in the metric's own unit: 10 ms of about 35 (its culprit's
-    // median over good's and bad's), where the log scale puts it two thirds of the way.
+    // The first step's share, in the metric's own unit: about 17 ms of 53 (its culprit's
+    // median over good's and bad's, docs/measurements.md), 32%, where the log scale puts it
+    // two thirds of the way.
     let share: f64 = stdout
         .split("the first found is ")
         .nth(1)

@@ -95,16 +95,19 @@ pub fn git(repo: &Path, args: &[&str]) -> String {
 
 /// The commit whose subject is `subject`, between demo-good and demo-bad.
 pub fn commit_by_subject(subject: &str) -> String {
-    let log = git(
-        demo_tree(),
-        &["log", "--format=%H %s", "demo-good..demo-bad"],
-    );
+    commit_in("demo-good..demo-bad", subject)
+}
+
+/// The commit whose subject is `subject` in `range` of the demo tree (a branch a script adds
+/// to it, such as `demo-good..twostep`).
+pub fn commit_in(range: &str, subject: &str) -> String {
+    let log = git(demo_tree(), &["log", "--format=%H %s", range]);
     log.lines()
         .find_map(|l| {
             let (id, s) = l.split_once(' ')?;
             (s == subject).then(|| id.to_owned())
         })
-        .unwrap_or_else(|| panic!("no commit {subject:?} in the demo tree"))
+        .unwrap_or_else(|| panic!("no commit {subject:?} in {range} of the demo tree"))
 }
 
 /// The demo's first-parent line from demo-good (excluded) to demo-bad, oldest first: the

@@ -212,8 +212,8 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
                 )
             };
             let log = interval("", whole(s.level), whole(s.lo), whole(s.hi));
-            match l.metric_share(span, ratio) {
-                Some(m) if (m.level - hunt::steps::of_whole(span, s.level)).abs() >= 0.05 => {
+            match l.metric_share_apart(span, ratio) {
+                Some(m) => {
                     format!(
                         "{}; on the log scale the statistics read, {:.0}% ({:.0}-{:.0}%)",
                         interval(

@@ -51,17 +51,15 @@ pub fn partial_summary(levels: &StepLevels, parent_id: &str, culprit_id: &str) -
         pct(&culprit)
     );
     // On a large regression the log scale's shares are not the metric's: say both.
-    if let Some(m) = levels.metric_share(crate::hunt::steps::WHOLE, levels.ratio) {
-        if (m.level - levels.share().level).abs() >= 0.05 {
-            s += &format!(
-                " (on the log scale the statistics read; in the metric's own unit the step is \
-                 {:.0}% of the regression, {}% interval {:.0} to {:.0}%)",
-                100.0 * m.level,
-                crate::posterior::LEVEL_PERCENT,
-                100.0 * m.lo,
-                100.0 * m.hi
-            );
-        }
+    if let Some(m) = levels.metric_share_apart(crate::hunt::steps::WHOLE, levels.ratio) {
+        s += &format!(
+            " (on the log scale the statistics read; in the metric's own unit the step is \
+             {:.0}% of the regression, {}% interval {:.0} to {:.0}%)",
+            100.0 * m.level,
+            crate::posterior::LEVEL_PERCENT,
+            100.0 * m.lo,
+            100.0 * m.hi
+        );
     }
     let r = rest(&parent, &culprit, floor);
     if r.after {

@@ -291,7 +291,19 @@ impl StepLevels {
             hi: at(self.culprit.hi) - at(self.parent.lo),
         })
     }
+
+    /// [`StepLevels::metric_share`] when it is worth saying beside the log scale's share: when
+    /// the two differ by [`METRIC_SHARE_APART`] or more (at +30% they agree within 4 points).
+    pub fn metric_share_apart(&self, span: (f64, f64), ratio: Option<f64>) -> Option<Level> {
+        let log = (span.1 - span.0) * self.share().level;
+        self.metric_share(span, ratio)
+            .filter(|m| (m.level - log).abs() >= METRIC_SHARE_APART)
+    }
 }
+
+/// How far a step's share in the metric's own unit must be from its share on the log scale
+/// for a person to be told both ([`StepLevels::metric_share_apart`]).
+pub const METRIC_SHARE_APART: f64 = 0.05;
 
 #[cfg(test)]
 mod tests {
