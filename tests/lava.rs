@@ -449,8 +449,10 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
     devices_good();
     let culprit = commit_by_subject(&demo_fact("culprit_subject"));
     // The farm is the subject, not the range: five commits around the culprit (after the
-    // build break's fix, two past it; kernels the other tests have built) still give some 25
-    // jobs, enough for the kill, the restart and the lost device, at half the demo range's.
+    // build break's fix, two past it; kernels the other tests have built). Every candidate's
+    // verdict comes from its kernel's identity and the culprit needs no re-test (it builds
+    // bad's kernel over a parent that builds good's), so the jobs are the baselines' and a
+    // drift check's, some 12: the kill, the restart and the lost device come early in them.
     let line = first_parent_line();
     let (ifix, ic) = (
         position(&line, &commit_by_subject(&demo_fact("fix_subject"))),
@@ -466,7 +468,7 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
     kill_9_when(&["run".as_ref(), hunt.as_os_str()], Duration::ZERO, || {
         state.join("journal.sqlite").exists() && {
             let e = journal_events(&state);
-            e.iter().filter(|(k, _, _)| k == "boot-finished").count() >= 4
+            e.iter().filter(|(k, _, _)| k == "boot-finished").count() >= 2
                 && e.last()
                     .is_some_and(|(k, _, b)| k == "host-checkpoint" && b["data"]["job"].is_string())
         }
@@ -515,9 +517,8 @@ fn the_demo_hunt_through_lava_across_a_kill_9_a_server_restart_and_a_lost_device
             std::thread::sleep(Duration::from_millis(500));
         }
     };
-    wait_boots(done_before.len() + in_flight.len() + 2);
+    wait_boots(done_before.len() + in_flight.len() + 1);
     restart_lava_server(Duration::from_secs(15));
-    wait_boots(boots_now() + 3);
     let (lost_device, lost_job) = take_a_device_offline(&mut child);
     // Jobs submitted from here on can only go to the other device.
     let offline_from = jobs_with("firstbad farm ")

@@ -31,6 +31,9 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
             Some(BuildOutcome::Built { .. }) if same_kernel(d, state, commit, &p) => {
                 not_a_change(d, state, judge, commit, &p)
             }
+            Some(BuildOutcome::Built { .. }) if endpoints_twins(d, state, commit, &p) => {
+                by_identity(d, state, judge, commit, &p)
+            }
             Some(BuildOutcome::Built { .. }) => Decision::Record(Event::ConfirmStarted {
                 commit: commit.to_owned(),
                 parent: p,
@@ -64,6 +67,112 @@ pub fn begin(d: &Driver, state: &HuntState, judge: &Judge, commit: &str) -> Deci
 fn same_kernel(d: &Driver, state: &HuntState, commit: &str, parent: &str) -> bool {
     d.plan.settings.same_kernel
         && super::super::same_kernel::others(state, commit).contains(&parent)
+}
+
+/// Whether the parent builds the good endpoint's very kernel and the culprit the bad
+/// endpoint's ([`super::super::same_kernel::same`]), with both endpoints measured (baselines
+/// mode): then a re-test would boot good against bad once more.
+fn endpoints_twins(d: &Driver, state: &HuntState, commit: &str, parent: &str) -> bool {
+    let s = &d.plan.settings;
+    s.same_kernel
+        && s.baselines_mode()
+        && same_kernel::same(state, parent, &d.plan.good)
+        && same_kernel::same(state, commit, &d.plan.bad)
+}
+
+/// The confirmation of a culprit that builds bad's kernel over a parent that builds good's
+/// (#31 item 5): the step from the parent to the culprit *is* the regression from good to
+/// bad, kernel for kernel, and the boots of good and bad interleaved through the whole hunt
+/// are its paired evidence, more of it than a re-test's rounds. The demo's culprit is such a
+/// commit: its re-test cost 12 boots (3 rounds of four kernels) and told nothing new. The
+/// confidence is the posterior's over every boot, as after a re-test; the summary says that
+/// no re-test ran and why.
+fn by_identity(
+    d: &Driver,
+    state: &HuntState,
+    judge: &Judge,
+    commit: &str,
+    parent: &str,
+) -> Decision {
+    let (good, bad) = (d.plan.good.as_str(), d.plan.bad.as_str());
+    let s = &d.plan.settings;
+    let dir = s.direction;
+    let (gv, bv) = (state.values(good), state.values(bad));
+    let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
+    let (go, bo) = (y(&gv), y(&bv));
+    let ordered = !go.is_empty() && !bo.is_empty() && median(&bo) > median(&go);
+    let at = |x: f64| Level {
+        level: x,
+        lo: x,
+        hi: x,
+    };
+    let model = judge.model();
+    let reading = Reading {
+        rounds: go.len().min(bo.len()),
+        parent: gv.clone(),
+        culprit: bv.clone(),
+        left_out: 0,
+        ordered,
+        levels: Some((at(0.0), at(1.0))),
+        floor: model.map_or(0.0, |m| m.share_of(s.classify.min_effect)),
+        effect: model.map(|m| (m.bad - m.good) / m.sigma),
+        says: if ordered { Says::Step } else { Says::NoStep },
+    };
+    let change = if ordered {
+        format!("{:+.1}%", ((median(&bo) - median(&go)).exp() - 1.0) * 100.0)
+    } else {
+        "no regression".to_owned()
+    };
+    let retest = format!(
+        "no re-test: the parent {} builds the good endpoint's kernel and {} the bad \
+         endpoint's (each differs from it only in the release string), so the step from one \
+         to the other is the whole regression, and a re-test would boot good against bad \
+         again; their {} and {} boots, interleaved through the hunt, are the paired evidence: \
+         good median {:.3}, bad median {:.3} ({change}), Mann-Whitney p = {:.3}",
+        short(parent),
+        short(commit),
+        gv.len(),
+        bv.len(),
+        median(&gv),
+        median(&bv),
+        mann_whitney_u(&bo, &go).p_value
+    );
+    let mut decision = conclude(
+        d,
+        state,
+        judge,
+        commit,
+        Some(parent),
+        retest,
+        ordered,
+        Some(&reading),
+    );
+    // With no candidate booted (every verdict came from a kernel's identity) the posterior
+    // over the commits has no evidence to weigh, yet the place of the step is not in doubt:
+    // only whether good and bad differ is. That is the endpoints' own test.
+    if let Decision::Record(Event::Confirmation {
+        confidence: confidence @ None,
+        confirmed,
+        summary,
+        ..
+    }) = &mut decision
+    {
+        let p = if ordered {
+            1.0 - mann_whitney_u(&bo, &go).p_value / 2.0
+        } else {
+            0.0
+        };
+        *confidence = Some(p);
+        *confirmed = ordered && p >= s.classify.confidence;
+        *summary += &format!(
+            "; no candidate was booted (each took its verdict from its kernel's identity), \
+             so the confidence is the endpoints' own: {:.1}% (target {:.0}%), one minus the \
+             one-sided Mann-Whitney p of bad's boots over good's",
+            p * 100.0,
+            s.classify.confidence * 100.0
+        );
+    }
+    decision
 }
 
 /// The end of a culprit whose kernel is its parent's: no boot can show a step that the
@@ -361,11 +470,13 @@ fn conclude(
         let mut said = host_summary(&host, &inputs.line);
         if let (Some(st), Some(p)) = (&steps, parent) {
             said = format!("{said}; {}", partial_summary(st, p, commit));
-            if twin_parent {
+            // Both twins: the summary's first words say so (`by_identity`), no rounds ran.
+            let by_identity = twin_parent && twin_culprit;
+            if twin_parent && !by_identity {
                 said += " (the parent builds the good endpoint's kernel: it sits at good by \
                           identity, whatever its rounds measured)";
             }
-            if twin_culprit {
+            if twin_culprit && !by_identity {
                 said += " (the culprit builds the bad endpoint's kernel: it sits at bad by \
                           identity)";
             }
