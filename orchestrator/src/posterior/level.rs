@@ -20,6 +20,16 @@ pub struct Level {
 }
 
 impl Level {
+    /// A level known exactly, with no interval: a kernel that is an endpoint's by identity
+    /// sits at 0 (good's) or 1 (bad's) whatever its boots read.
+    pub fn exactly(level: f64) -> Level {
+        Level {
+            level,
+            lo: level,
+            hi: level,
+        }
+    }
+
     /// The share of the regression a commit at this level has undone, read from bad's side:
     /// 1 − level, the interval turned round (a culprit's revert on top of bad).
     pub fn undone(&self) -> Level {

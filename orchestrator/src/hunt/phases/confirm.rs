@@ -85,8 +85,8 @@ fn endpoints_twins(d: &Driver, state: &HuntState, commit: &str, parent: &str) ->
 /// bad, kernel for kernel, and the boots of good and bad interleaved through the whole hunt
 /// are its paired evidence, more of it than a re-test's rounds. The demo's culprit is such a
 /// commit: its re-test cost 12 boots (3 rounds of four kernels) and told nothing new. The
-/// confidence is the posterior's over every boot, as after a re-test; the summary says that
-/// no re-test ran and why.
+/// confidence is the posterior's over every boot, as after a re-test (the endpoints' own test
+/// when no candidate was booted); the summary says that no re-test ran and why.
 fn by_identity(
     d: &Driver,
     state: &HuntState,
@@ -101,11 +101,6 @@ fn by_identity(
     let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
     let (go, bo) = (y(&gv), y(&bv));
     let ordered = !go.is_empty() && !bo.is_empty() && median(&bo) > median(&go);
-    let at = |x: f64| Level {
-        level: x,
-        lo: x,
-        hi: x,
-    };
     let model = judge.model();
     let reading = Reading {
         rounds: go.len().min(bo.len()),
@@ -113,7 +108,7 @@ fn by_identity(
         culprit: bv.clone(),
         left_out: 0,
         ordered,
-        levels: Some((at(0.0), at(1.0))),
+        levels: Some((Level::exactly(0.0), Level::exactly(1.0))),
         floor: model.map_or(0.0, |m| m.share_of(s.classify.min_effect)),
         effect: model.map(|m| (m.bad - m.good) / m.sigma),
         says: if ordered { Says::Step } else { Says::NoStep },
@@ -444,14 +439,17 @@ fn conclude(
     // is not there.
     let twin_parent = s.same_kernel && parent.is_some_and(|p| same_kernel::same(state, p, good));
     let twin_culprit = s.same_kernel && same_kernel::same(state, commit, &d.plan.bad);
-    let at = |x: f64| Level {
-        level: x,
-        lo: x,
-        hi: x,
-    };
     let steps = steps.map(|st| StepLevels {
-        parent: if twin_parent { at(0.0) } else { st.parent },
-        culprit: if twin_culprit { at(1.0) } else { st.culprit },
+        parent: if twin_parent {
+            Level::exactly(0.0)
+        } else {
+            st.parent
+        },
+        culprit: if twin_culprit {
+            Level::exactly(1.0)
+        } else {
+            st.culprit
+        },
         ..st
     });
     let confidence = judge.model().and_then(|m| {

@@ -167,12 +167,7 @@ fn an_endpoint_s_kernel(
         short(revert),
         short(twin),
     );
-    let level = Level {
-        level,
-        lo: level,
-        hi: level,
-    };
-    Some((level, recovers, summary))
+    Some((Level::exactly(level), recovers, summary))
 }
 
 /// What the revert's rounds say: its level between good (0) and bad (1), read against good
