@@ -555,6 +555,15 @@ fn json_follows_the_documented_schema() {
         close(&share["value"], 0.95) && close(&share["low"], 0.81) && close(&share["high"], 1.09),
         "{share}"
     );
+    // The same step in the metric's own unit (a regression of ×11: 0.97 of the way on the
+    // log scale is 92% of the milliseconds, 0.02 is 0.5%).
+    let in_metric = |p: f64| (11f64.powf(p.clamp(0.0, 1.0)) - 1.0) / 10.0;
+    let metric = &v["confidence"]["culprit_share_in_metric"];
+    assert!(
+        (metric["value"].as_f64().unwrap() - (in_metric(0.97) - in_metric(0.02))).abs() < 1e-9
+            && (metric["low"].as_f64().unwrap() - (in_metric(0.9) - in_metric(0.09))).abs() < 1e-9,
+        "{metric}"
+    );
     assert_eq!(v["confidence"]["rest"]["before"], false);
     // The revert on top (issue 34): what it recovers, with its interval, and its commit among
     // the commits, by role.

@@ -97,6 +97,9 @@ pub(super) fn confidence(
         probability,
         confirmed: confirmation.map(|c| c.confirmed),
         culprit_share: levels.map(|l| Estimate::from(l.share())),
+        culprit_share_in_metric: levels
+            .and_then(|l| l.metric_share(crate::hunt::steps::WHOLE, l.ratio))
+            .map(Estimate::from),
         rest: levels.map(|l| {
             let rest = l.rest();
             RestOfRegression {
@@ -148,6 +151,7 @@ fn reproduction(
         probability: None,
         confirmed: None,
         culprit_share: None,
+        culprit_share_in_metric: None,
         rest: None,
         decided_verdicts: 0,
         skipped: 0,

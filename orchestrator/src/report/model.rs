@@ -132,6 +132,12 @@ pub struct Confidence {
     /// step from its parent to it), with its interval, from the final re-test's rounds; null
     /// without a re-test beside measured endpoints.
     pub culprit_share: Option<Estimate>,
+    /// [`Confidence::culprit_share`] in the metric's own unit: the step's part of the metric's
+    /// change from good to bad (the statistics read levels on the log scale, where a step
+    /// that multiplies the metric by 7 of a regression of 20 is two thirds of the way but a
+    /// third of the milliseconds); null without the re-test's levels or the regression's
+    /// ratio (journals before it was kept).
+    pub culprit_share_in_metric: Option<Estimate>,
     /// Where the rest of the regression lies, when the re-test puts part of it outside the
     /// step from the parent to the culprit (`before` the parent, `after` the culprit); null
     /// without a re-test beside measured endpoints.
