@@ -269,6 +269,7 @@ fn plan(classify: ClassifyConfig, hosts: &[&FakeHost]) -> Plan {
         first_parent: Box::new(|c| index(c).checked_sub(1).map(id)),
         revert: Some(Box::new(fake_revert)),
         reverting: None,
+        carry: Vec::new(),
         kind: HuntKind::Measured,
         stop_at_baselines: false,
         pairs: None,

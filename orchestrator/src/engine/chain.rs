@@ -129,6 +129,8 @@ pub async fn run_source(source: &HuntConfig, restore: &[String]) -> Result<Outco
         restore,
         carried: &[],
         reverting: None,
+        // The first stage booted the exported kernels, not these builds of their revisions.
+        carry: Vec::new(),
     };
     engine(source, range, &[], run).await
 }

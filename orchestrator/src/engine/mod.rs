@@ -61,6 +61,7 @@ pub async fn run_with(
         restore,
         carried: &[],
         reverting: None,
+        carry: Vec::new(),
     };
     let first = engine(cfg, range, &kernels, run).await?;
     if cfg.build.prebuilt().is_none() {
@@ -96,6 +97,7 @@ pub async fn run_budgeted(cfg: &HuntConfig, budget: usize) -> Result<Outcome, Hu
         restore: &[],
         carried: &[],
         reverting: None,
+        carry: Vec::new(),
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -140,6 +142,7 @@ pub async fn reproduce(cfg: &HuntConfig) -> Result<Outcome, HuntError> {
         restore: &[],
         carried: &[],
         reverting: None,
+        carry: Vec::new(),
     };
     engine(cfg, range, &kernels, run).await
 }
@@ -170,6 +173,7 @@ pub async fn measure_pair(
         restore: &[],
         carried: &[],
         reverting: None,
+        carry: Vec::new(),
     };
     engine(cfg, range, &[], run).await
 }
@@ -191,6 +195,8 @@ pub(super) struct Run<'a> {
     /// A revert stage: these culprits reverted together on top of bad, read with this judge
     /// (the first stage's, [`crate::hunt::steps::together`]).
     pub(super) reverting: Option<(Vec<String>, Judge)>,
+    /// A later step's endpoints' boots of earlier stages ([`crate::hunt::steps::carry`]).
+    pub(super) carry: Vec<(String, Vec<crate::journal::CarriedBoot>)>,
 }
 
 /// Runs the engine on a kernel hunt's `range` to its end.
@@ -212,6 +218,7 @@ pub(super) async fn engine(
         restore,
         carried,
         reverting,
+        carry,
     } = run;
     // The first good is measured as the baseline; the others only bound the range.
     let good = range.goods[0].clone();
@@ -311,6 +318,7 @@ pub(super) async fn engine(
         first_parent,
         revert,
         reverting: reverting.as_ref().map(|(culprits, _)| culprits.clone()),
+        carry,
         kind: HuntKind::Measured,
         stop_at_baselines,
         pairs,

@@ -32,7 +32,12 @@ pub(super) async fn further_steps(
         else {
             continue;
         };
-        let run = later(cfg, &stage, restore, &retired, None);
+        let earlier = steps::earlier_events(&cfg.state_dir, n)?;
+        let carry = steps::carry(&earlier, &range.goods[0], &range.bad);
+        let run = Run {
+            carry,
+            ..later(cfg, &stage, restore, &retired, None)
+        };
         let outcome = engine(cfg, range, &[], run).await?;
         for r in &outcome.retired {
             if !retired.iter().any(|(h, _)| *h == r.0) {
@@ -88,5 +93,6 @@ fn later<'a>(
         restore,
         carried,
         reverting,
+        carry: Vec::new(),
     }
 }

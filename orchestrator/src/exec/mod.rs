@@ -511,6 +511,11 @@ fn say(event: &Event, state: &HuntState) {
             verdict,
             reason,
         } => tracing::info!("{} is {}: {reason}", short(commit), verdict.as_str()),
+        Event::BootsCarried { commit, boots } => tracing::info!(
+            "{}: {} boot(s) measured earlier in the run taken into this step's baselines",
+            short(commit),
+            boots.len()
+        ),
         Event::BaselinesConfirmed { summary, .. } => tracing::info!("baselines: {summary}"),
         Event::Forecast(f) => {
             for line in f.lines() {

@@ -59,6 +59,10 @@ pub struct Plan {
     /// culprits reverted together on top of bad and booted in rounds beside good and bad,
     /// read with the first stage's judge ([`Driver::judged`]), and nothing else.
     pub reverting: Option<Vec<String>>,
+    /// Boots of the endpoints measured in earlier stages of the run, carried into this
+    /// stage's baselines before its first boot ([`phases::baselines`],
+    /// [`super::steps::carry`]); empty for a run's first stage.
+    pub carry: Vec<(String, Vec<crate::journal::CarriedBoot>)>,
     /// How a commit is judged.
     pub kind: HuntKind,
     /// `firstbad reproduce`: end once the endpoints' baselines confirm the regression
@@ -435,7 +439,7 @@ impl Driver {
         if state.confirmation.is_some() {
             return None;
         }
-        let spent: usize = state.boots.values().map(Vec::len).sum();
+        let spent = state.boots.values().map(Vec::len).sum::<usize>() - state.boots_carried;
         (spent >= max).then_some(spent)
     }
 

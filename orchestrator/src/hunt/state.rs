@@ -67,6 +67,8 @@ pub struct HuntState {
     pub boots: HashMap<String, Vec<BootRecord>>,
     /// Verdicts in the order they were given.
     pub verdicts: Vec<(String, Verdict, String)>,
+    /// Endpoints whose boots of earlier stages were carried in ([`Event::BootsCarried`]).
+    pub carried: std::collections::BTreeSet<String>,
     /// The baseline summary, once confirmed.
     pub baselines: Option<String>,
     /// Measured boots of each endpoint behind the confirmed model (the first this many).
@@ -108,8 +110,10 @@ pub struct HuntState {
     pub pruned: Option<crate::journal::Pruning>,
     /// Hosts that left the pool, with the error that took them out.
     pub retired: Vec<(String, String)>,
-    /// Finished boots of the whole hunt.
+    /// Finished boots of the whole hunt, carried ones included (they have their places).
     pub boots_finished: usize,
+    /// Of them, boots carried in from earlier stages ([`Event::BootsCarried`]): spent there.
+    pub boots_carried: usize,
     /// Runs of a command hunt's command that ended by themselves and await their verdict,
     /// oldest first: commit, checkout, how the run ended.
     pub tests_unjudged: Vec<(String, u32, TestOutcome)>,
@@ -188,6 +192,26 @@ impl HuntState {
                         outcome: outcome.clone(),
                     });
                 self.boots_since_verdict += 1;
+            }
+            Event::BootsCarried { commit, boots } => {
+                // The stage's first boots of `commit`, in the order they finished.
+                for b in boots {
+                    let (seq, started) = (self.boots_finished, self.boots_started);
+                    self.boots_finished += 1;
+                    self.boots_started += 1;
+                    self.boots_carried += 1;
+                    self.boots
+                        .entry(commit.clone())
+                        .or_default()
+                        .push(BootRecord {
+                            boot: b.boot,
+                            seq,
+                            started,
+                            host: b.host.clone(),
+                            outcome: b.outcome.clone(),
+                        });
+                }
+                self.carried.insert(commit.clone());
             }
             Event::BaselinesConfirmed { summary, boots } => {
                 self.baselines = Some(summary.clone());
@@ -479,9 +503,9 @@ impl HuntState {
         finished.max(running) + 1
     }
 
-    /// Every finished boot of the hunt.
+    /// Every boot this stage finished (boots carried in were spent where they were measured).
     pub fn total_boots(&self) -> usize {
-        self.boots_finished
+        self.boots_finished - self.boots_carried
     }
 
     /// Boots finished since the forecast was made (failed ones too): what the hunt spent

@@ -53,6 +53,69 @@ pub fn together(
     Ok(Some((culprits, judge)))
 }
 
+/// What a later stage carries in of its endpoints' boots ([`Event::BootsCarried`]): the
+/// measured boots of `good` and of `bad` among `earlier` (`(stage, event)`, in journal order;
+/// only `boot-finished` events are read, so a boot is carried from where it was measured,
+/// never from a carried copy), the latest of each and as many of each as the other has: the
+/// boots nearest in time to one another, balanced as baselines are. Nothing when either
+/// endpoint has none: the stage then measures both beside each other. On the demo's two-step
+/// branch the second step's ends are the first culprit (5 boots: the bisection's and the
+/// re-test's) and bad (14): its 10 baseline boots were of kernels the run had measured.
+///
+/// [`Event::BootsCarried`]: crate::journal::Event::BootsCarried
+pub fn carry(
+    earlier: &[(String, crate::journal::Event)],
+    good: &str,
+    bad: &str,
+) -> Vec<(String, Vec<crate::journal::CarriedBoot>)> {
+    use crate::journal::{BootOutcome, CarriedBoot, Event};
+    let of = |commit: &str| -> Vec<CarriedBoot> {
+        earlier
+            .iter()
+            .filter_map(|(stage, e)| match e {
+                Event::BootFinished {
+                    commit: c,
+                    boot,
+                    host,
+                    outcome: outcome @ BootOutcome::Measured { .. },
+                } if c == commit => Some(CarriedBoot {
+                    stage: stage.clone(),
+                    boot: *boot,
+                    host: host.clone(),
+                    outcome: outcome.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    };
+    let (g, b) = (of(good), of(bad));
+    let n = g.len().min(b.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    let latest = |v: Vec<CarriedBoot>| v[v.len() - n..].to_vec();
+    vec![(good.to_owned(), latest(g)), (bad.to_owned(), latest(b))]
+}
+
+/// The events of a run's stages before its `n`th step (the first stage and steps 2 to
+/// `n - 1`), with their stage, from the journal in `state_dir`: what [`carry`] reads.
+pub fn earlier_events(
+    state_dir: &std::path::Path,
+    n: usize,
+) -> Result<Vec<(String, crate::journal::Event)>, super::HuntError> {
+    let path = super::journal_path(state_dir);
+    let mut events = Vec::new();
+    for name in std::iter::once(String::new()).chain((2..n).map(stage)) {
+        for e in crate::journal::Journal::open(&path)?
+            .stage(&name)
+            .events()?
+        {
+            events.push((name.clone(), e.event));
+        }
+    }
+    Ok(events)
+}
+
 /// The journal stage of the `n`th step found (the first is the hunt's own stage, "").
 pub fn stage(n: usize) -> String {
     format!("step-{n}")
@@ -239,6 +302,64 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn finished(commit: &str, boot: u32, value: Option<f64>) -> crate::journal::Event {
+        use crate::journal::{BootOutcome, Event};
+        Event::BootFinished {
+            commit: commit.into(),
+            boot,
+            host: "vm".into(),
+            outcome: match value {
+                Some(value) => BootOutcome::Measured {
+                    kernel_release: String::new(),
+                    boot_id: String::new(),
+                    value,
+                    result: firstbad_wire::WorkloadResult::empty("t", 0.0),
+                    console: std::path::PathBuf::new(),
+                    boot_seconds: 0.0,
+                },
+                None => BootOutcome::Failed {
+                    reason: "timeout".into(),
+                    console: std::path::PathBuf::new(),
+                    untestable: false,
+                },
+            },
+        }
+    }
+
+    /// A later step's ends carry the latest measured boots of each, as many of each as the
+    /// other has, from where they were measured; none when one end was never measured.
+    #[test]
+    fn a_later_step_carries_the_latest_boots_of_its_ends_balanced() {
+        let mut earlier: Vec<(String, crate::journal::Event)> = Vec::new();
+        for b in 1..=6 {
+            earlier.push(("".into(), finished("bad", b, Some(50.0 + f64::from(b)))));
+        }
+        earlier.push(("".into(), finished("a", 1, Some(20.0))));
+        earlier.push(("".into(), finished("a", 2, None)));
+        earlier.push(("step-2".into(), finished("a", 3, Some(21.0))));
+        earlier.push(("step-2".into(), finished("bad", 7, Some(57.0))));
+        let carry = carry(&earlier, "a", "bad");
+        let boots = |i: usize| -> Vec<(String, u32)> {
+            carry[i]
+                .1
+                .iter()
+                .map(|b| (b.stage.clone(), b.boot))
+                .collect()
+        };
+        assert_eq!((carry[0].0.as_str(), carry[1].0.as_str()), ("a", "bad"));
+        assert_eq!(
+            boots(0),
+            [("".into(), 1), ("step-2".into(), 3)],
+            "the failed boot is not a value"
+        );
+        assert_eq!(
+            boots(1),
+            [("".into(), 6), ("step-2".into(), 7)],
+            "bad's latest two"
+        );
+        assert!(super::carry(&earlier, "parent", "bad").is_empty());
+    }
     use crate::posterior::Level;
 
     fn levels(parent: f64, culprit: f64) -> StepLevels {

@@ -39,6 +39,19 @@ impl Checkpoint {
     }
 }
 
+/// A boot of an earlier stage of the run, carried into a later one ([`Event::BootsCarried`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarriedBoot {
+    /// The stage it was measured in (`""`: the run's first).
+    pub stage: String,
+    /// Its number there: numbers go on from the highest carried.
+    pub boot: u32,
+    /// The host.
+    pub host: String,
+    /// What it measured.
+    pub outcome: BootOutcome,
+}
+
 /// One journal entry.
 #[allow(clippy::large_enum_variant)] // see BootOutcome
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +93,17 @@ pub enum Event {
         host: String,
         /// How.
         outcome: BootOutcome,
+    },
+    /// Boots of `commit` measured in earlier stages of the run, taken into this stage as its
+    /// first boots of it (#31): a later step's endpoints are kernels the run has booted
+    /// already, so its baselines start from their boots and boot only what their looks still
+    /// need. Written once per endpoint, before the stage's first boot; each boot stays counted
+    /// where it was measured (it is not a `boot-finished` here).
+    BootsCarried {
+        /// The commit.
+        commit: String,
+        /// Its measured boots, in the order they finished.
+        boots: Vec<CarriedBoot>,
     },
     /// The endpoints were measured and the regression confirmed.
     BaselinesConfirmed {

@@ -320,6 +320,10 @@ fn engine(
         // own, built and run there.
         revert: Some(Box::new(crate::build::revert::reverter(&cfg.repo))),
         reverting: stage.reverting.as_ref().map(|(c, _)| c.clone()),
+        // A run costs seconds: each step measures its own ends beside each other, and a
+        // machine that moved since an earlier stage cannot bias them (kernel runs, whose
+        // boots cost minutes, carry theirs: [`crate::hunt::steps::carry`]).
+        carry: Vec::new(),
         kind: HuntKind::Measured,
         stop_at_baselines: limits.stop_at_baselines,
         pairs: limits.pairs,

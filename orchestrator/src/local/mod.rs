@@ -131,6 +131,7 @@ pub fn run(cfg: &LocalConfig, replay: Option<&Path>) -> Result<Outcome, HuntErro
         first_parent: Box::new(|_| None),
         revert: None,
         reverting: None,
+        carry: Vec::new(),
         kind: HuntKind::ExitStatus {
             command: cfg.test.command.clone(),
         },

@@ -114,15 +114,20 @@ pub fn firstbad_run_with(
     w.by_phase = [0; PHASES.len()];
     w.verdicts = [0; 2];
     let whole = (id(0), id(w.n));
-    let mut first = stage(w, &whole, probe, classify, given);
+    // Every stage's journal, in order: what a later stage carries in of its ends' boots.
+    let mut earlier: Vec<(String, Event)> = Vec::new();
+    let mut first = stage(w, &whole, probe, classify, given, Vec::new(), &mut earlier);
     let mut plan = first.steps_plan(&whole.0, &whole.1, classify.max_culprits);
     while let Some((n, part)) = plan.next_part() {
+        let carry = crate::hunt::steps::carry(&earlier, &part.good, &part.bad);
         let o = stage(
             w,
             &(part.good.clone(), part.bad.clone()),
             probe,
             classify,
             None,
+            carry,
+            &mut earlier,
         );
         first.add_step(&mut plan, n, part, o);
     }
@@ -161,13 +166,16 @@ pub fn firstbad_run_with(
     }
 }
 
-/// One stage of `firstbad run`: the hunt from `good` to `bad` of the world's line.
+/// One stage of `firstbad run`: the hunt from `good` to `bad` of the world's line, starting
+/// from `carry` (its ends' boots of earlier stages); its journal is added to `journals`.
 fn stage(
     w: &mut World,
     (good, bad): &(String, String),
     probe: crate::hunt::judge::RefineProbe,
     classify: &ClassifyConfig,
     given: Option<&GivenBaselines>,
+    carry: Vec<(String, Vec<crate::journal::CarriedBoot>)>,
+    journals: &mut Vec<(String, Event)>,
 ) -> crate::hunt::Outcome {
     let seed = w.rng.gen::<u64>();
     let plan = Plan {
@@ -194,6 +202,7 @@ fn stage(
         // Simulated commits have no tree to revert.
         revert: None,
         reverting: None,
+        carry,
         stop_at_baselines: false,
         pairs: None,
         budget: None,
@@ -246,6 +255,9 @@ fn stage(
         });
     }
     account(w, &journal.0.borrow());
+    // The stage's name does not matter to [`crate::hunt::steps::carry`]: one per stage.
+    let name = format!("{}", journals.len());
+    journals.extend(journal.0.borrow().iter().map(|e| (name.clone(), e.clone())));
     match end {
         Ok(end) => crate::hunt::Outcome::of(end, state.confirmation.clone()),
         // Stopped for a person (drift): nothing named.
