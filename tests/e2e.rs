@@ -1058,7 +1058,9 @@ fn reproduce_confirms_the_demo_regression_between_its_two_kernels() {
 /// Issue 31 on real kernels: a regression made of two steps of different sizes
 /// (scripts/make-twostep-branch: a 10 ms sleep in ext4's fsync path, three commits later a
 /// 25 ms one), found in one `firstbad run`: both culprits named, each confirmed against its
-/// parent beside its part's endpoints, the first one's share of the whole given in the
+/// parent (the first by a re-test beside good and bad, the second by its kernels' identity:
+/// its parent builds the first culprit's kernel and it builds bad's), the second step's
+/// baselines carried from the run's boots of its ends, the first one's share of the whole given in the
 /// metric's own unit (about a third of the milliseconds, though two thirds of the way on the
 /// log scale the statistics read). Run with the product's defaults
 /// (`configs/twostep.toml`, reverts included) in docs/measurements.md.
@@ -1118,6 +1120,15 @@ fn names_both_steps_of_a_two_step_regression_in_one_run() {
         .filter_map(|(_, c, _)| c.as_deref())
         .collect();
     assert_eq!(confirmed, [first.as_str(), second.as_str()], "{stdout}");
+    // The second step's ends (the first culprit, bad) were booted by the first: their boots
+    // carried in, once each, instead of 10 baseline boots more.
+    let carried: Vec<&str> = events
+        .iter()
+        .filter(|(k, _, _)| k == "boots-carried")
+        .filter_map(|(_, c, _)| c.as_deref())
+        .collect();
+    assert_eq!(carried.len(), 2, "{carried:?}");
+    assert!(carried.contains(&first.as_str()), "{carried:?}");
     // The first step's share, in the metric's own unit: about 17 ms of 53 (its culprit's
     // median over good's and bad's, docs/measurements.md), 32%, where the log scale puts it
     // two thirds of the way.

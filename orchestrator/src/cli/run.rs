@@ -204,10 +204,16 @@ fn print_steps(outcome: &hunt::Outcome, commits: &RepoCommits) {
             } else {
                 "about; "
             };
+            // A step whose ends are its part's ends by the kernels' identity has no re-test
+            // and no interval of its own: only its part's place in the whole is uncertain.
+            let by = if s.lo == s.hi {
+                "its part's whole by its kernels' identity"
+            } else {
+                "the re-test's interval"
+            };
             let interval = |what: &str, l: f64, lo: f64, hi: f64| {
                 format!(
-                    "{l:.0}% of the whole regression{what} ({about}{lo:.0}-{hi:.0}% by the \
-                     re-test's interval)",
+                    "{l:.0}% of the whole regression{what} ({about}{lo:.0}-{hi:.0}% by {by})",
                     lo = lo.max(0.0)
                 )
             };

@@ -1,5 +1,6 @@
 //! A kernel run's later stages: the further steps of a regression of several, each hunted
-//! from its own baselines, and every confirmed culprit reverted together on top of bad.
+//! from its own baselines (started from the run's boots of its two ends,
+//! [`steps::carry`]), and every confirmed culprit reverted together on top of bad.
 
 use super::{engine, settings, Run};
 use crate::config::HuntConfig;
@@ -9,7 +10,8 @@ use crate::hunt::{log_step, part_range, steps, HuntError, Outcome};
 
 /// The parts of the regression that the first stage's culprit leaves (from `good` to `bad`, its
 /// range's ends), hunted one after the other in stages of the same journal ([`steps`]), each
-/// from its own baselines; `first` with them.
+/// from its own baselines, which carry in the run's boots of the part's ends; `first` with
+/// them.
 pub(super) async fn further_steps(
     cfg: &HuntConfig,
     mut first: Outcome,

@@ -6,11 +6,12 @@
 //! on with a hunt of that part alone: from good to the parent, from the culprit to bad.
 //!
 //! Each further hunt is a stage of the same journal (`step-2`, `step-3`, …), with its own
-//! baselines (its two ends measured beside each other: a part that is not there is refuted as
-//! any regression is), its own bisection and its own re-test. Which stages there are follows
-//! from the ended ones alone, in a fixed order, so a rerun after `kill -9` takes them up where
-//! they were. Pure but for [`together`], which reads the run's first stage from its journal:
-//! the orchestration is in [`crate::engine::run_with`] and the simulator.
+//! baselines (its two ends measured beside each other, from the boots the run already has of
+//! them, [`carry`]: a part that is not there is refuted as any regression is), its own
+//! bisection and its own re-test. Which stages there are follows from the ended ones alone, in
+//! a fixed order, so a rerun after `kill -9` takes them up where they were. Pure but for
+//! [`together`] and [`earlier_events`], which read the run's journal: the orchestration is in
+//! [`crate::engine::run_with`] and the simulator.
 
 use crate::posterior::StepLevels;
 
