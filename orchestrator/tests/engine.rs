@@ -500,7 +500,10 @@ async fn a_culprit_with_the_endpoints_kernels_is_confirmed_without_a_re_test() {
     );
     assert!(
         c.summary.starts_with("no re-test: the parent")
-            && c.summary.contains("builds the good endpoint's kernel"),
+            && c.summary.contains(&format!(
+                "builds the kernel of the good end {}",
+                &id(0)[..12]
+            )),
         "{}",
         c.summary
     );

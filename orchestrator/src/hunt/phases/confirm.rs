@@ -119,13 +119,15 @@ fn by_identity(
         "no regression".to_owned()
     };
     let retest = format!(
-        "no re-test: the parent {} builds the good endpoint's kernel and {} the bad \
-         endpoint's (each differs from it only in the release string), so the step from one \
-         to the other is the whole regression, and a re-test would boot good against bad \
-         again; their {} and {} boots, interleaved through the hunt, are the paired evidence: \
-         good median {:.3}, bad median {:.3} ({change}), Mann-Whitney p = {:.3}",
+        "no re-test: the parent {} builds the kernel of the good end {} and {} that of the \
+         bad end {} (each differs from it only in the release string), so the step from one \
+         to the other is the whole regression between them, and a re-test would boot good \
+         against bad again; their {} and {} boots of this run are the paired evidence: good \
+         median {:.3}, bad median {:.3} ({change}), Mann-Whitney p = {:.3}",
         short(parent),
+        short(good),
         short(commit),
+        short(bad),
         gv.len(),
         bv.len(),
         median(&gv),
