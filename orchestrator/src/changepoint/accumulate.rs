@@ -38,7 +38,7 @@
 
 use super::Night;
 use crate::config::Direction;
-use crate::sequential::oriented;
+use crate::sequential::oriented_all;
 use crate::stats::median;
 
 /// Settings of the accumulating test.
@@ -256,7 +256,7 @@ pub fn accumulate(
     direction: Direction,
     cfg: &AccumulateConfig,
 ) -> Option<Accumulation> {
-    let logs = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, direction)).collect() };
+    let logs = |v: &[f64]| oriented_all(v, direction);
     // Each night with boots of both sides: (night, head's logs, reference's logs).
     let sides: Vec<(usize, Vec<f64>, Vec<f64>)> = nights
         .iter()

@@ -38,7 +38,7 @@ pub use edivisive::{change_points, ChangePoint, EDivisiveConfig};
 pub use perfherder::{alert_details, alerts, Alert, PerfherderConfig};
 
 use crate::config::Direction;
-use crate::sequential::oriented;
+use crate::sequential::{oriented, oriented_all};
 use crate::stats::median;
 use std::ops::Range;
 
@@ -178,7 +178,7 @@ impl Blocks {
                 continue;
             }
             let logs = |v: &[f64]| -> (f64, f64) {
-                let l: Vec<f64> = v.iter().map(|&x| oriented(x, direction)).collect();
+                let l = oriented_all(v, direction);
                 let m = l.iter().sum::<f64>() / l.len() as f64;
                 (m, l.iter().map(|x| (x - m).powi(2)).sum())
             };

@@ -111,6 +111,11 @@ pub fn oriented(v: f64, direction: Direction) -> f64 {
     }
 }
 
+/// Every value of `values` [`oriented`], in order.
+pub fn oriented_all(values: &[f64], direction: Direction) -> Vec<f64> {
+    values.iter().map(|&v| oriented(v, direction)).collect()
+}
+
 /// Error rates and caps of the sequential tests.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SequentialConfig {
@@ -224,8 +229,7 @@ fn robust_center(values: &[f64]) -> (f64, f64, usize) {
 impl Model {
     /// Estimates the model from both endpoints' raw per-boot values.
     pub fn from_baselines(good: &[f64], bad: &[f64], direction: Direction) -> Model {
-        let g: Vec<f64> = good.iter().map(|&v| oriented(v, direction)).collect();
-        let b: Vec<f64> = bad.iter().map(|&v| oriented(v, direction)).collect();
+        let (g, b) = (oriented_all(good, direction), oriented_all(bad, direction));
         let (gc, gss, gn) = robust_center(&g);
         let (bc, bss, bn) = robust_center(&b);
         let dof = (gn + bn).saturating_sub(2).max(1) as f64;
@@ -244,7 +248,7 @@ impl Model {
 
     /// Relative mode: bad is `relative` worse than good (0.2 = 20% slower), from good boots only.
     pub fn relative(good: &[f64], relative: f64, direction: Direction) -> Model {
-        let g: Vec<f64> = good.iter().map(|&v| oriented(v, direction)).collect();
+        let g = oriented_all(good, direction);
         let (gc, gss, gn) = robust_center(&g);
         Model {
             good: gc,

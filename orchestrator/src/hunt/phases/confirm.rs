@@ -18,7 +18,7 @@ use crate::posterior::{
     class_probability, dag_posterior_with_host, rounds_to_separate, Level, StepLevels,
     LEVEL_PERCENT,
 };
-use crate::sequential::{oriented, Model};
+use crate::sequential::{oriented_all, Model};
 use crate::stats::{mann_whitney_u, median};
 use std::collections::HashMap;
 
@@ -98,8 +98,7 @@ fn by_identity(
     let s = &d.plan.settings;
     let dir = s.direction;
     let (gv, bv) = (state.values(good), state.values(bad));
-    let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
-    let (go, bo) = (y(&gv), y(&bv));
+    let (go, bo) = (oriented_all(&gv, dir), oriented_all(&bv, dir));
     let ordered = !go.is_empty() && !bo.is_empty() && median(&bo) > median(&go);
     let model = judge.model();
     let reading = Reading {
@@ -301,7 +300,7 @@ impl Reading {
         let rounds = values.iter().map(|v| v.len()).min().unwrap_or(0);
         let refs = values.get(2).zip(values.get(3)).map(|(g, b)| (*g, *b));
         let a = admit(dir, model, &values[..2], refs);
-        let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
+        let y = |v: &[f64]| oriented_all(v, dir);
         let (po, co) = (y(&a.kept[0]), y(&a.kept[1]));
         let ordered = !po.is_empty() && !co.is_empty() && median(&co) > median(&po);
         let floor = model.map_or(0.0, |m| m.share_of(min_effect));
@@ -342,10 +341,7 @@ fn conclude_retest(
     mut retest: String,
 ) -> Decision {
     let dir = d.plan.settings.direction;
-    let (co, po): (Vec<f64>, Vec<f64>) = (
-        r.culprit.iter().map(|&x| oriented(x, dir)).collect(),
-        r.parent.iter().map(|&x| oriented(x, dir)).collect(),
-    );
+    let (co, po) = (oriented_all(&r.culprit, dir), oriented_all(&r.parent, dir));
     // A side with no boot admitted has no median to print (never "NaN").
     let med = |v: &[f64]| {
         if v.is_empty() {

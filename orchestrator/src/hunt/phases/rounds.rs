@@ -7,7 +7,7 @@ use super::super::HuntState;
 use crate::config::Direction;
 use crate::journal::BootOutcome;
 use crate::posterior::{level_between, Level, Median};
-use crate::sequential::{oriented, Model};
+use crate::sequential::{oriented, oriented_all, Model};
 use crate::stats::median;
 
 /// One side of interleaved rounds: its measured values, its boots done (failed ones too) and
@@ -139,7 +139,7 @@ pub(super) fn admit(
         .chain(refs.iter().flat_map(|(g, b)| [g.len(), b.len()]))
         .min()
         .unwrap_or(0);
-    let y = |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| oriented(x, dir)).collect() };
+    let y = |v: &[f64]| oriented_all(v, dir);
     // The references: good and bad of the same rounds, else the model's centres.
     let centres = match (refs, model) {
         (Some((g, b)), Some(m)) if !g.is_empty() && !b.is_empty() => {
