@@ -67,8 +67,6 @@ pub struct HuntState {
     pub boots: HashMap<String, Vec<BootRecord>>,
     /// Verdicts in the order they were given.
     pub verdicts: Vec<(String, Verdict, String)>,
-    /// Endpoints whose boots of earlier stages were carried in ([`Event::BootsCarried`]).
-    pub carried: std::collections::BTreeSet<String>,
     /// The baseline summary, once confirmed.
     pub baselines: Option<String>,
     /// Measured boots of each endpoint behind the confirmed model (the first this many).
@@ -211,7 +209,6 @@ impl HuntState {
                             outcome: b.outcome.clone(),
                         });
                 }
-                self.carried.insert(commit.clone());
             }
             Event::BaselinesConfirmed { summary, boots } => {
                 self.baselines = Some(summary.clone());

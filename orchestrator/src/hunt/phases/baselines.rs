@@ -26,11 +26,13 @@ pub fn next(d: &Driver, state: &HuntState) -> Decision {
             return Decision::Stop(StopReason::Endpoint(why));
         }
     }
-    // A later step's endpoints, booted in earlier stages: their boots first, once each.
-    if let Some((commit, boots)) =
-        d.plan.carry.iter().find(|(c, b)| {
-            !b.is_empty() && !state.carried.contains(c) && !state.boots.contains_key(c)
-        })
+    // A later step's endpoints, booted in earlier stages: their boots first, once each (a
+    // stage that has boots of an end, carried or its own, carries none more of it).
+    if let Some((commit, boots)) = d
+        .plan
+        .carry
+        .iter()
+        .find(|(c, b)| !b.is_empty() && !state.boots.contains_key(c))
     {
         return Decision::Record(Event::BootsCarried {
             commit: commit.clone(),

@@ -100,6 +100,7 @@ fn by_identity(
     let (gv, bv) = (state.values(good), state.values(bad));
     let (go, bo) = (oriented_all(&gv, dir), oriented_all(&bv, dir));
     let ordered = !go.is_empty() && !bo.is_empty() && median(&bo) > median(&go);
+    let mw = mann_whitney_u(&bo, &go).p_value;
     let model = judge.model();
     let reading = Reading {
         rounds: go.len().min(bo.len()),
@@ -131,7 +132,7 @@ fn by_identity(
         bv.len(),
         median(&gv),
         median(&bv),
-        mann_whitney_u(&bo, &go).p_value
+        mw
     );
     let mut decision = conclude(
         d,
@@ -153,11 +154,7 @@ fn by_identity(
         ..
     }) = &mut decision
     {
-        let p = if ordered {
-            1.0 - mann_whitney_u(&bo, &go).p_value / 2.0
-        } else {
-            0.0
-        };
+        let p = if ordered { 1.0 - mw / 2.0 } else { 0.0 };
         *confidence = Some(p);
         *confirmed = ordered && p >= s.classify.confidence;
         *summary += &format!(
