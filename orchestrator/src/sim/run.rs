@@ -114,21 +114,18 @@ pub fn firstbad_run_with(
     w.by_phase = [0; PHASES.len()];
     w.verdicts = [0; 2];
     let whole = (id(0), id(w.n));
-    // Every stage's journal, in order: what a later stage carries in of its ends' boots.
-    let mut earlier: Vec<(String, Event)> = Vec::new();
-    let mut first = stage(w, &whole, probe, classify, given, Vec::new(), &mut earlier);
+    // Every stage's journal, in order, by stage: what a later stage carries in of its ends'
+    // boots, as the kernel run reads it from its journal ([`crate::hunt::steps::earlier_events`]).
+    let (mut first, journal) = stage(w, &whole, probe, classify, given, Vec::new());
+    let mut earlier: Vec<(String, Event)> =
+        journal.into_iter().map(|e| (String::new(), e)).collect();
     let mut plan = first.steps_plan(&whole.0, &whole.1, classify.max_culprits);
     while let Some((n, part)) = plan.next_part() {
         let carry = crate::hunt::steps::carry(&earlier, &part.good, &part.bad);
-        let o = stage(
-            w,
-            &(part.good.clone(), part.bad.clone()),
-            probe,
-            classify,
-            None,
-            carry,
-            &mut earlier,
-        );
+        let ends = (part.good.clone(), part.bad.clone());
+        let (o, journal) = stage(w, &ends, probe, classify, None, carry);
+        let name = crate::hunt::steps::stage(n);
+        earlier.extend(journal.into_iter().map(|e| (name.clone(), e)));
         first.add_step(&mut plan, n, part, o);
     }
     let first = first.end_steps(plan);
@@ -167,7 +164,7 @@ pub fn firstbad_run_with(
 }
 
 /// One stage of `firstbad run`: the hunt from `good` to `bad` of the world's line, starting
-/// from `carry` (its ends' boots of earlier stages); its journal is added to `journals`.
+/// from `carry` (its ends' boots of earlier stages); its outcome and its journal.
 fn stage(
     w: &mut World,
     (good, bad): &(String, String),
@@ -175,8 +172,7 @@ fn stage(
     classify: &ClassifyConfig,
     given: Option<&GivenBaselines>,
     carry: Vec<(String, Vec<crate::journal::CarriedBoot>)>,
-    journals: &mut Vec<(String, Event)>,
-) -> crate::hunt::Outcome {
+) -> (crate::hunt::Outcome, Vec<Event>) {
     let seed = w.rng.gen::<u64>();
     let plan = Plan {
         dag: line(index(good), index(bad)),
@@ -254,11 +250,9 @@ fn stage(
             boots: state.baseline_boots.unwrap_or(0),
         });
     }
-    account(w, &journal.0.borrow());
-    // The stage's name does not matter to [`crate::hunt::steps::carry`]: one per stage.
-    let name = format!("{}", journals.len());
-    journals.extend(journal.0.borrow().iter().map(|e| (name.clone(), e.clone())));
-    match end {
+    let journal = journal.0.into_inner();
+    account(w, &journal);
+    let outcome = match end {
         Ok(end) => crate::hunt::Outcome::of(end, state.confirmation.clone()),
         // Stopped for a person (drift): nothing named.
         Err(e) => crate::hunt::Outcome::of(
@@ -267,7 +261,8 @@ fn stage(
             },
             None,
         ),
-    }
+    };
+    (outcome, journal)
 }
 
 /// The journal of `b`'s boots of `good` and `bad`, and their confirmation.
