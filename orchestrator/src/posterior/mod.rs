@@ -45,8 +45,8 @@ pub use dag::{
     HostMove, STEP_GRID, STEP_PRIOR, STEP_SIZE_PRIOR,
 };
 pub use level::{
-    in_metric, level_between, rest, rounds_to_separate, Level, Median, Noise, Rest, StepLevels,
-    LEVEL_PERCENT, LEVEL_Z,
+    in_metric, level_between, rest, rest_open, rounds_to_separate, Level, Median, Noise, Rest,
+    StepLevels, LEVEL_PERCENT, LEVEL_Z,
 };
 pub use linear::{Posterior, Standing};
 pub use refine::{

@@ -15,7 +15,7 @@ use super::rounds::{admit, Rounds};
 use crate::config::Direction;
 use crate::journal::{BuildOutcome, Event};
 use crate::posterior::{
-    class_probability, dag_posterior_with_host, rounds_to_separate, Level, StepLevels,
+    class_probability, dag_posterior_with_host, rest_open, rounds_to_separate, Level, StepLevels,
     LEVEL_PERCENT,
 };
 use crate::sequential::{oriented_all, Model};
@@ -214,17 +214,20 @@ pub fn next(d: &mut Driver, state: &HuntState, judge: &Judge) -> Decision {
     }
     let rounds = Rounds::of(state, &sides, start.started_before);
     let reading = Reading::of(d, judge, &rounds.values());
+    // A step the rounds separate is decided once its levels also say whether more of the
+    // regression lies beyond it (`rest_open`): the next step is hunted, or the posterior,
+    // whose hypotheses are one step each, speaks, from that answer alone.
+    let decided = match reading.says {
+        Says::Undecided => false,
+        Says::NoStep => true,
+        Says::Step => !reading.rest_open(twins(d, state, commit, Some(parent))),
+    };
     let failed = rounds.failed();
     let end = if failed > s.classify.max_failed_boots as usize {
         Some(format!("re-test stopped after {failed} failed boots; "))
     } else {
         rounds
-            .over(
-                pairs,
-                max_pairs,
-                reading.says != Says::Undecided,
-                reading.can_decide(max_pairs),
-            )
+            .over(pairs, max_pairs, decided, reading.can_decide(max_pairs))
             .then(String::new)
     };
     if let Some(prefix) = end {
@@ -283,6 +286,17 @@ impl Reading {
     fn can_decide(&self, max_pairs: usize) -> bool {
         self.effect
             .is_some_and(|e| rounds_to_separate(e, self.floor) <= max_pairs as f64)
+    }
+
+    /// Whether the levels point to a part of the regression before the parent or after the
+    /// culprit that their intervals cannot yet show ([`rest_open`]); a side that builds an
+    /// endpoint's kernel (`twins`: the parent good's, the culprit bad's) sits at its end by
+    /// identity and opens nothing.
+    fn rest_open(&self, (twin_parent, twin_culprit): (bool, bool)) -> bool {
+        self.levels.is_some_and(|(p, c)| {
+            let open = rest_open(&p, &c, self.floor);
+            (open.before && !twin_parent) || (open.after && !twin_culprit)
+        })
     }
 
     /// The reading of the rounds' `values` (parent, culprit, then good and bad in baselines
@@ -398,6 +412,17 @@ fn conclude_retest(
     )
 }
 
+/// Whether the parent builds the good endpoint's kernel and whether the culprit builds the
+/// bad endpoint's, in a hunt that shares verdicts between such commits: such a side sits at
+/// its end by identity (docs/pruning.md).
+fn twins(d: &Driver, state: &HuntState, commit: &str, parent: Option<&str>) -> (bool, bool) {
+    let on = d.plan.settings.same_kernel;
+    (
+        on && parent.is_some_and(|p| same_kernel::same(state, p, &d.plan.good)),
+        on && same_kernel::same(state, commit, &d.plan.bad),
+    )
+}
+
 /// The `Confirmation`: the re-test's figures, the culprit's posterior probability from every
 /// boot of the hunt, how the host moved, and where the parent and the culprit sit between
 /// good and bad in the re-test's rounds (`reading`; none without a re-test).
@@ -432,8 +457,7 @@ fn conclude(
     // not place part of the regression beside them. The demo's parent is good's kernel; under
     // load its three boots once read 10% of the way to bad and sent a run after a part that
     // is not there.
-    let twin_parent = s.same_kernel && parent.is_some_and(|p| same_kernel::same(state, p, good));
-    let twin_culprit = s.same_kernel && same_kernel::same(state, commit, &d.plan.bad);
+    let (twin_parent, twin_culprit) = twins(d, state, commit, parent);
     let steps = steps.map(|st| StepLevels {
         parent: if twin_parent {
             Level::exactly(0.0)
@@ -544,6 +568,7 @@ fn conclude(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::posterior::rest;
 
     /// tests/chain.rs on 2026-12-04: the re-test's one round had good at 6.97 ms (a burst:
     /// its centre was 3.38), the parent at 4.35, the culprit at 63.5 and bad at 63.3. The
@@ -576,6 +601,48 @@ mod tests {
         ];
         let r = Reading::from(dir, 0.2, Some(&m), &three);
         assert_eq!((r.left_out, r.says), (0, Says::Step), "{r:?}");
+    }
+
+    /// tests/e2e.rs on 2026-12-07 (CI): the first step of a two-step regression, three rounds
+    /// of the re-test beside good and bad. The culprit's boots (25.7, 19.8, 22.7 ms) spread
+    /// wider than the baselines', so its own spread stood with two degrees of freedom and its
+    /// level read 68%, interval 32 to 105%: the step was separated, the rest not shown, and
+    /// the re-test stopped there. The rest is open until more rounds show it; two more of the
+    /// culprit's kind show it.
+    #[test]
+    fn a_step_short_of_bad_whose_interval_reaches_bad_asks_for_more_rounds() {
+        let dir = Direction::LowerIsBetter;
+        let good = [3.069, 3.356, 3.287, 3.347, 3.345, 3.503, 3.796, 3.502];
+        let bad = [
+            55.687, 55.664, 55.683, 55.677, 55.629, 55.664, 59.121, 55.704,
+        ];
+        let m = Model::from_baselines(&good, &bad, dir);
+        let three: [&[f64]; 4] = [
+            &[4.577, 3.064, 3.039],
+            &[25.674, 19.811, 22.747],
+            &[3.635, 2.982, 3.273],
+            &[55.675, 55.687, 55.654],
+        ];
+        let r = Reading::from(dir, 0.1, Some(&m), &three);
+        let (_, c) = r.levels.expect("levels against an effect");
+        assert_eq!(r.says, Says::Step, "{r:?}");
+        assert!(c.level < 0.8 && c.hi >= 1.0, "{c:?}");
+        assert!(
+            r.rest_open((true, false)),
+            "more may come after the culprit: {r:?}"
+        );
+        // A culprit that builds bad's kernel sits at bad by identity: nothing is open.
+        assert!(!r.rest_open((true, true)), "{r:?}");
+        let five: [&[f64]; 4] = [
+            &[4.577, 3.064, 3.039, 3.2, 3.1],
+            &[25.674, 19.811, 22.747, 23.4, 22.9],
+            &[3.635, 2.982, 3.273, 3.3, 3.4],
+            &[55.675, 55.687, 55.654, 55.7, 55.6],
+        ];
+        let r = Reading::from(dir, 0.1, Some(&m), &five);
+        let (p, c) = r.levels.expect("levels against an effect");
+        assert!(!r.rest_open((true, false)), "{r:?}");
+        assert!(rest(&p, &c, r.floor).after, "the rest is shown: {c:?}");
     }
 
     /// A boot far beyond every reference, the rounds' and the baselines' alike, is still the
