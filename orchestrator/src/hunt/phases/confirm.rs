@@ -3,8 +3,9 @@
 //! and the culprit sit between good and bad is read against boots of the same minutes, not
 //! against baselines taken an hour before on a host that has moved (`Reading`). The rounds
 //! go on past `confirm_pairs`, up to `confirm_max_pairs`, while their own figures cannot yet
-//! say whether the step from the parent to the culprit is there; then the confidence in the
-//! culprit comes from every boot of the hunt (the DAG posterior).
+//! say whether the step from the parent to the culprit is there, or, once it is, whether more
+//! of the regression lies beyond it; then the confidence in the culprit comes from every boot
+//! of the hunt (the DAG posterior), or, for one step of several, from the levels.
 
 use super::super::driver::{Decision, Driver};
 use super::super::evidence::posterior_inputs;
