@@ -71,14 +71,10 @@ fn same_kernel(d: &Driver, state: &HuntState, commit: &str, parent: &str) -> boo
 }
 
 /// Whether the parent builds the good endpoint's very kernel and the culprit the bad
-/// endpoint's ([`super::super::same_kernel::same`]), with both endpoints measured (baselines
-/// mode): then a re-test would boot good against bad once more.
+/// endpoint's ([`twins`]), with both endpoints measured (baselines mode): then a re-test would
+/// boot good against bad once more.
 fn endpoints_twins(d: &Driver, state: &HuntState, commit: &str, parent: &str) -> bool {
-    let s = &d.plan.settings;
-    s.same_kernel
-        && s.baselines_mode()
-        && same_kernel::same(state, parent, &d.plan.good)
-        && same_kernel::same(state, commit, &d.plan.bad)
+    d.plan.settings.baselines_mode() && twins(d, state, commit, Some(parent)) == (true, true)
 }
 
 /// The confirmation of a culprit that builds bad's kernel over a parent that builds good's
