@@ -139,8 +139,8 @@ fn reproduction(
         _ => ("low", "the baselines are not decided yet".to_owned()),
     };
     reasons.push(format!(
-        "the baselines' exact Mann-Whitney test, looked at after 8, 16, 32 and 64 boots of \
-         each: {test}"
+        "the baselines' exact Mann-Whitney test, looked at after {}: {test}",
+        crate::sequential::looks_in_words()
     ));
     for d in state.drift_checks.iter().filter(|d| d.drifted) {
         reasons.push(format!("host drift: {}", d.summary));

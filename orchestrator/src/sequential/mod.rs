@@ -7,7 +7,8 @@
 //! ratio-scale, their boot-to-boot noise is multiplicative, and "worse" is always larger.
 //!
 //! 1. **Baselines** ([`assess_baselines`]): good and bad endpoints are booted interleaved, in a
-//!    random balanced order ([`baseline_order`]), and looked at after 8, 16, 32 and 64 boots of each.
+//!    random balanced order ([`baseline_order`]), and looked at after 5 (a large regression
+//!    only: [`EARLY_LOOK_EFFECT`]), 8, 16, 32 and 64 boots of each ([`BASELINE_LOOKS`]).
 //!    The regression is confirmed when the exact Mann-Whitney test separates them at `alpha` and
 //!    the estimated effect is at least the minimum-effect floor; it is refuted when even the
 //!    upper confidence bound of the effect is below the floor, or at the cap. The confirmed
@@ -53,6 +54,18 @@ pub const MIN_SIGMA: f64 = 0.002;
 /// way to bad and the posterior call too many histories "no single culprit". Doubling from 8
 /// up to 64 reaches Δ/σ = 0.5 (≈ 50 boots per side at 1%/1%).
 pub const BASELINE_LOOKS: [usize; 5] = [5, 8, 16, 32, 64];
+
+/// When the baselines are looked at, for a report: "5 (a regression of Δ/σ ≥ 6 only), 8, 16,
+/// 32 and 64 boots of each", from [`BASELINE_LOOKS`] and [`EARLY_LOOK_EFFECT`].
+pub fn looks_in_words() -> String {
+    let (first, rest) = BASELINE_LOOKS.split_first().expect("non-empty constant");
+    let (last, middle) = rest.split_last().expect("more than two looks");
+    let middle: Vec<String> = middle.iter().map(usize::to_string).collect();
+    format!(
+        "{first} (a regression of Δ/σ ≥ {EARLY_LOOK_EFFECT} only), {} and {last} boots of each",
+        middle.join(", ")
+    )
+}
 
 /// Δ/σ from which the first look (5 boots each) may confirm the regression: there the centres'
 /// error, σ/√5, is at most 7.5% of the way from good to bad. The demo's regression (Δ/σ ≈ 13)
@@ -611,6 +624,14 @@ mod tests {
         // ln(0.99 / 0.01) = 4.59512; ln(0.01 / 0.99) = -4.59512.
         assert!((c.upper() - 4.59512).abs() < 1e-4);
         assert!((c.lower() + 4.59512).abs() < 1e-4);
+    }
+
+    #[test]
+    fn the_looks_in_words_are_the_looks_taken() {
+        assert_eq!(
+            looks_in_words(),
+            "5 (a regression of Δ/σ ≥ 6 only), 8, 16, 32 and 64 boots of each"
+        );
     }
 
     #[test]
