@@ -814,7 +814,7 @@ fn a_nightly_series_of_the_benchmark_finds_the_20_percent_step_and_hunts_its_cul
     assert!(
         status.contains("change #1: night 3, +")
             && status.contains(&format!(
-                "regression between {} and {}",
+                "regression of ms between {} and {}",
                 &h.before_b[..12],
                 &h.merged_b[..12]
             )),

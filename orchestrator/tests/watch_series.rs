@@ -339,6 +339,7 @@ fn the_dashboard_shows_every_boot_and_the_changes_in_chromium_and_exports_json()
         value: Some(v),
         metrics: [("writer_mb_s".to_owned(), 100.0 / v)].into(),
         failed: None,
+        workload: None,
     };
     set_reference(&mut db);
     for night in 1..=8u32 {
@@ -507,6 +508,7 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
         ]
         .into(),
         failed: None,
+        workload: None,
     };
     set_reference(&mut db);
     let mut out = firstbad::watch::Cycle::default();
@@ -562,6 +564,180 @@ fn metrics_that_move_together_make_one_regression_on_the_one_that_moved_most() {
     }
 }
 
+/// `[[series.workloads]]` (issue 36, item 5): a workload measured every night besides the
+/// series' own, in boots of its own, named in its metrics (`seqread/mb_s`). A night whose own
+/// workload is steady and whose second one reads 8 times slower makes one regression, on the
+/// second workload's metric, and its hunt measures that workload; the other workload's
+/// suspicion that night asks for no second look. Pure: the boots are written
+/// into the database as a night's measurement writes them (tests/watch.rs boots real kernels).
+#[test]
+fn a_second_workload_a_night_names_its_workload_and_metric_and_its_hunt_measures_it() {
+    // The head's fsync on night 4: its sum stands at 99% of the threshold, no alarm.
+    const FSYNC_MOVE: f64 = 1.04;
+    use firstbad::watch::db::{SeriesBoot, SeriesEvent};
+    let dir = tempfile::tempdir().unwrap();
+    let series = format!(
+        "{OK}\nstate_dir = \"{}\"",
+        dir.path().join("state").display()
+    );
+    let seqread = format!(
+        "[[series.workloads]]\nname = \"seqread\"\nfile = \"{}/workloads/sequential-read-bs6144.toml\"\n\
+         metric = \"mb_s\"\ndirection = \"higher-is-better\"\n",
+        root().display()
+    );
+    let path = series_file(dir.path(), &series, &seqread);
+    let cfg = SeriesConfig::load(&path).unwrap();
+    assert_eq!(
+        cfg.metrics
+            .iter()
+            .map(|(m, _)| m.as_str())
+            .collect::<Vec<_>>(),
+        ["fsync_latency_p50_ms", "seqread/mb_s"]
+    );
+    let meaning = firstbad::watch::meaning(&cfg).unwrap();
+    assert!(
+        meaning["series.workloads.seqread"].starts_with("mb_s HigherIsBetter"),
+        "{meaning:?}"
+    );
+    let mut db = open_db(&cfg, &path);
+    let own = |commit: &str, p50: f64| SeriesBoot {
+        commit: commit.into(),
+        at_ms: 0,
+        host: "qemu0".into(),
+        config: "c".into(),
+        value: Some(p50),
+        metrics: [("fsync_latency_p50_ms".to_owned(), p50)].into(),
+        failed: None,
+        workload: None,
+    };
+    let read = |commit: &str, mb_s: f64| SeriesBoot {
+        value: Some(mb_s),
+        metrics: [("seqread/mb_s".to_owned(), mb_s)].into(),
+        workload: Some("seqread".into()),
+        ..own(commit, 0.0)
+    };
+    set_reference(&mut db);
+    let mut out = firstbad::watch::Cycle::default();
+    let wiggle = |k: usize| 1.0 + [0.0, 0.02, -0.02, 0.01][k];
+    for night in 1..=5u32 {
+        let head = start_night(&mut db, night);
+        // From night 4 the head reads at 2 MB/s instead of 16; its fsync moves on night 4
+        // only, by less than an alarm: suspicious on its own.
+        let mb_s = if night >= 4 { 2.0 } else { 16.0 };
+        let p50 = if night == 4 { 10.0 * FSYNC_MOVE } else { 10.0 };
+        let boots = (0..4)
+            .flat_map(|k| {
+                [
+                    own(&commit(0), 10.0 * wiggle(k)),
+                    own(&head, p50 * wiggle(3 - k)),
+                ]
+            })
+            .chain((0..4).flat_map(|k| {
+                [
+                    read(&commit(0), 16.0 * wiggle(3 - k)),
+                    read(&head, mb_s * wiggle(k)),
+                ]
+            }))
+            .collect();
+        db.record(SeriesEvent::NightMeasured {
+            night,
+            boots,
+            summary: String::new(),
+        })
+        .unwrap();
+        // Night 4's fsync alone would ask for a second look; the read's alarm decides the
+        // night, and a second look would boot both workloads again for nothing.
+        assert_eq!(
+            firstbad::watch::detect::suspicious(&cfg, &db.state, night),
+            None,
+            "night {night}"
+        );
+        firstbad::watch::detect::after_night(&cfg, &mut db, &mut out).unwrap();
+        let n = db.state.nights.last().unwrap();
+        // The series' own metric reads its own workload's boots only.
+        assert_eq!(n.values(&head).len(), 4, "night {night}");
+        let changes = &db.state.changes;
+        if night < 4 {
+            assert!(changes.is_empty(), "night {night}: {changes:?}");
+            continue;
+        }
+        assert_eq!(changes.len(), 1, "night {night}: {changes:?}");
+        let c = &changes[0];
+        assert_eq!((c.night, c.regression), (4, true));
+        assert_eq!(c.metric, "seqread/mb_s", "the workload and its metric");
+        let firstbad::config::HuntFile::Kernel(hunt) = firstbad::watch::hunt_of(&cfg, c) else {
+            panic!("a kernel series hunts kernels")
+        };
+        assert!(
+            hunt.workload
+                .file
+                .ends_with("workloads/sequential-read-bs6144.toml"),
+            "{:?}",
+            hunt.workload.file
+        );
+        assert_eq!(hunt.workload.metric, "mb_s");
+        assert_eq!(
+            hunt.workload.direction,
+            firstbad::config::Direction::HigherIsBetter
+        );
+    }
+}
+
+/// A bad `[[series.workloads]]` is refused with the field and the fix, as `[workload]` is.
+#[test]
+fn a_bad_second_workload_names_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = format!("{}/workloads/sequential-read-bs6144.toml", root().display());
+    let table = |body: &str| format!("[[series.workloads]]\n{body}\n");
+    let cases: Vec<(String, &[&str])> = vec![
+        (
+            table(&format!("file = \"{file}\"\nmetric = \"mb_s\"")),
+            &["series.workloads[0].name: missing", "<name>/<metric>"],
+        ),
+        (
+            table(&format!(
+                "name = \"Seq Read\"\nfile = \"{file}\"\nmetric = \"mb_s\""
+            )),
+            &["series.workloads[0].name", "a-z, 0-9"],
+        ),
+        (
+            table(&format!(
+                "name = \"r\"\nfile = \"{file}\"\nmetric = \"mbs\""
+            )),
+            &["series.workloads[0].metric", "mb_s"],
+        ),
+        (
+            table(&format!(
+                "name = \"r\"\nfile = \"{file}\"\nmetric = \"mb_s\"\ndirection = \"up\""
+            )),
+            &["series.workloads[0].direction"],
+        ),
+        (
+            table("name = \"r\"\nfile = \"/nonexistent.toml\"\nmetric = \"mb_s\""),
+            &["series.workloads[0].file"],
+        ),
+        (
+            format!(
+                "{}{}",
+                table(&format!(
+                    "name = \"r\"\nfile = \"{file}\"\nmetric = \"mb_s\""
+                )),
+                table(&format!(
+                    "name = \"r\"\nfile = \"{file}\"\nmetric = \"secs\""
+                ))
+            ),
+            &["series.workloads[1].name", "two workloads"],
+        ),
+    ];
+    for (extra, wanted) in cases {
+        let e = error_of(dir.path(), OK, &extra);
+        for w in wanted {
+            assert!(e.contains(w), "{extra}: {e} lacks {w}");
+        }
+        assert!(e.contains("series.toml"), "{e}");
+    }
+}
+
 /// Issue 32, finding 4: a night's failure is text from input (a build's or an agent's error),
 /// and its escape sequences reached the terminal of `firstbad watch … status`.
 #[test]
@@ -612,6 +788,7 @@ fn a_suspicious_night_asks_for_a_second_look_whose_boots_join_it() {
         value: Some(p50),
         metrics: [("fsync_latency_p50_ms".to_owned(), p50)].into(),
         failed: None,
+        workload: None,
     };
     // 10% boot noise from a fixed list; from night 6 the head is 8% slower.
     let noise = [0.0, 0.1, -0.1, 0.05, -0.05, 0.12, -0.12, 0.02];

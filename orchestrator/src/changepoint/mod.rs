@@ -375,7 +375,7 @@ pub fn second_look(d: &Detection, tonight: usize) -> bool {
     let Some(a) = &d.accumulated else {
         return false;
     };
-    let raised_tonight = a.alarms.iter().any(|alarm| alarm.raised == tonight);
+    let raised_tonight = alarmed(d, tonight);
     a.nights
         .last()
         // A sum at 0 is no evidence of a slowdown: on a benchmark far quieter than min_effect
@@ -383,6 +383,13 @@ pub fn second_look(d: &Detection, tonight: usize) -> bool {
         // every quiet night to a second look.
         .is_some_and(|n| n.night == tonight && n.sum > 0.0 && n.sum >= SECOND_LOOK_AT * a.threshold)
         && !raised_tonight
+}
+
+/// Whether the accumulating test raised an alarm on night `tonight` (an index of the nights).
+pub fn alarmed(d: &Detection, tonight: usize) -> bool {
+    d.accumulated
+        .as_ref()
+        .is_some_and(|a| a.alarms.iter().any(|alarm| alarm.raised == tonight))
 }
 
 /// The accumulating test's alarm as a change: placed where the test places it, with the

@@ -11,6 +11,12 @@
 //! boots = 4                                      # boots of the head and of the reference, a night
 //! second_look = 4                                # more of each on a suspicious night (0: none)
 //!
+//! [[series.workloads]]   # more workloads a night, each in boots of its own (kernel series)
+//! name = "seqread"       # its metrics are named seqread/<metric>
+//! file = "workloads/sequential-read-bs6144.toml"
+//! metric = "mb_s"
+//! direction = "higher-is-better"
+//!
 //! [build]    # [[hosts]], [workload], [classify], [report]: as in a hunt file
 //! # or, for a benchmark of any repository instead of kernels:
 //! # [test]   # build, command, metric, format: as in a metric command hunt
@@ -58,8 +64,12 @@ pub struct SeriesConfig {
     pub ssh: SshSettings,
     /// Commits whose changes are known: a change they fall in is acknowledged at once.
     pub ignore: Vec<String>,
-    /// Every metric judged, the workload's own first, with which way is worse.
+    /// Every metric judged, the workload's own first, with which way is worse; an extra
+    /// workload's (`[[series.workloads]]`) is named `<name>/<metric>`.
     pub metrics: Vec<(String, super::Direction)>,
+    /// Workloads measured every night besides `[workload]`, each in boots of its own
+    /// (issue 36, item 5): a kernel series only.
+    pub workloads: Vec<NamedWorkload>,
     /// Detection settings.
     pub detect: DetectSettings,
     /// Who is told, and how (`[notify]`, docs/notify.md); none without the table.
@@ -104,6 +114,17 @@ struct RawSeries {
     ignore: Vec<String>,
     #[serde(default)]
     metrics: Vec<RawSeriesMetric>,
+    #[serde(default)]
+    workloads: Vec<toml::Table>,
+}
+
+/// One of `[[series.workloads]]`: a `[workload]` table with a name.
+#[derive(Debug, Clone)]
+pub struct NamedWorkload {
+    /// Its name: its metrics are `<name>/<metric>`, its boots are in `workloads/<name>/`.
+    pub name: String,
+    /// The workload, validated as a hunt file's `[workload]`.
+    pub workload: super::WorkloadConfig,
 }
 
 /// `metrics = [{ name = "writer_mb_s", direction = "higher-is-better" }]`.
@@ -306,6 +327,8 @@ impl SeriesConfig {
             other => other,
         };
         let mut hunt = HuntFile::parse(path, &hunt_text).map_err(rename)?;
+        // After the series' own tables: an error of theirs is named once, as theirs.
+        let extra = extra_workloads(path, &table, &series.workloads, &field)?;
         for (i, c) in series.ignore.iter().enumerate() {
             if c.trim().is_empty() {
                 return Err(field(
@@ -326,7 +349,14 @@ impl SeriesConfig {
                 }
                 k.goods.clear();
                 k.bad.clear();
-                kernel_metrics(k, &series.metrics, &field)?
+                let mut metrics = kernel_metrics(k, &series.metrics, &field)?;
+                metrics.extend(extra.iter().map(|w| {
+                    (
+                        format!("{}/{}", w.name, w.workload.metric),
+                        w.workload.direction,
+                    )
+                }));
+                metrics
             }
             HuntFile::Local(l) => {
                 let Some(m) = &l.test.measure else {
@@ -389,6 +419,7 @@ impl SeriesConfig {
             },
             ignore: series.ignore,
             metrics,
+            workloads: extra,
             detect: DetectSettings {
                 min_effect: v.float(&DETECT_MIN_EFFECT, detect.min_effect)?,
                 alpha: v.float(&DETECT_ALPHA, detect.alpha)?,
@@ -444,6 +475,31 @@ impl SeriesConfig {
         hunt
     }
 
+    /// The hunt file of one comparison of the series on one of its workloads: `None` is
+    /// `[workload]`, else the name of one of `[[series.workloads]]`.
+    pub fn hunt_on(&self, workload: Option<&str>, good: &str, bad: &str, dir: &Path) -> HuntFile {
+        let mut hunt = self.hunt_between(good, bad, dir);
+        if let (HuntFile::Kernel(k), Some(name)) = (&mut hunt, workload) {
+            let w = self
+                .workloads
+                .iter()
+                .find(|w| w.name == name)
+                .expect("a workload of the series");
+            k.workload = w.workload.clone();
+        }
+        hunt
+    }
+
+    /// The extra workload (`[[series.workloads]]`) a metric of the series belongs to, and the
+    /// metric's name in that workload's results: `None` for `[workload]`'s own metrics.
+    pub fn workload_of<'a>(&'a self, metric: &'a str) -> Option<(&'a NamedWorkload, &'a str)> {
+        let (name, inner) = metric.split_once('/')?;
+        self.workloads
+            .iter()
+            .find(|w| w.name == name)
+            .map(|w| (w, inner))
+    }
+
     /// The metric a change is judged on when it names none (a database from before changes
     /// named theirs): the workload's own, or the `[test]` metric.
     pub fn metric(&self) -> &str {
@@ -472,6 +528,104 @@ pub enum Measured<'a> {
     Kernel(&'a HuntConfig),
     /// `[test]` with a metric: a command run in a checkout of each head.
     Command(&'a LocalConfig, &'a MeasureConfig),
+}
+
+/// `[[series.workloads]]`, each validated as a hunt file's `[workload]` by the hunt file's
+/// own code (`table` is the series file's hunt tables, its own `[workload]` among them).
+fn extra_workloads(
+    path: &Path,
+    table: &toml::Table,
+    raw: &[toml::Table],
+    field: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Vec<NamedWorkload>, ConfigError> {
+    if !raw.is_empty() && table.contains_key("test") {
+        return Err(field(
+            "series.workloads",
+            "a [test] series measures its command: more workloads a night are for kernel \
+             series (a second benchmark is a second series)"
+                .into(),
+        ));
+    }
+    let mut out: Vec<NamedWorkload> = Vec::new();
+    for (i, w) in raw.iter().enumerate() {
+        let at = |f: &str| format!("series.workloads[{i}]{f}");
+        let mut w = w.clone();
+        let name = match w.remove("name") {
+            Some(toml::Value::String(n)) => n,
+            Some(other) => {
+                return Err(field(
+                    &at(".name"),
+                    format!("{other} is not a string: give a name such as \"seqread\""),
+                ))
+            }
+            None => {
+                return Err(field(
+                    &at(".name"),
+                    "missing: give each workload a name (name = \"seqread\"); its metrics \
+                     are named <name>/<metric>"
+                        .into(),
+                ))
+            }
+        };
+        let good_name = !name.is_empty()
+            && name.len() <= 32
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !good_name {
+            return Err(field(
+                &at(".name"),
+                format!(
+                    "{} is not a name: up to 32 of a-z, 0-9, '-' and '_' (it names the \
+                     workload's metrics and its directory)",
+                    read::snippet(&name)
+                ),
+            ));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(field(
+                &at(".name"),
+                format!(
+                    "{} names two workloads: give each its own",
+                    read::snippet(&name)
+                ),
+            ));
+        }
+        if !table.contains_key("workload") {
+            return Err(field(
+                "workload",
+                "missing: [[series.workloads]] are measured besides the series' own \
+                 [workload], which comes first"
+                    .into(),
+            ));
+        }
+        let mut hunt = table.clone();
+        hunt.insert("workload".into(), w.into());
+        let text = toml::to_string(&hunt).expect("a parsed table serialises");
+        let parsed = HuntFile::parse(path, &text).map_err(|e| match e {
+            ConfigError::Field {
+                path,
+                field,
+                message,
+            } => ConfigError::Field {
+                path,
+                field: match field.strip_prefix("workload") {
+                    Some(rest) => at(rest),
+                    None => field,
+                },
+                message,
+            },
+            other => other,
+        })?;
+        let HuntFile::Kernel(k) = parsed else {
+            unreachable!("the series' own tables parsed as a kernel hunt")
+        };
+        out.push(NamedWorkload {
+            name,
+            workload: k.workload,
+        });
+    }
+    Ok(out)
 }
 
 /// A kernel series' metrics: the workload's own first, then `series.metrics`.

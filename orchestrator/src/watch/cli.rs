@@ -153,7 +153,7 @@ fn status_text(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
     for c in &state.changes {
         let _ = writeln!(
             o,
-            "change #{}: night {}, {:+.1}% {} between {} and {}: {}{}",
+            "change #{}: night {}, {:+.1}% {} of {} between {} and {}: {}{}",
             c.id,
             c.night,
             c.effect * 100.0,
@@ -162,6 +162,7 @@ fn status_text(cfg: &SeriesConfig, state: &super::db::SeriesState) -> String {
             } else {
                 "improvement"
             },
+            one_line(&c.metric),
             short(&c.good),
             short(&c.bad),
             c.outcome.as_ref().map_or_else(

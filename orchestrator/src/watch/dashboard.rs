@@ -296,7 +296,7 @@ pub fn html(e: &Export) -> String {
 fn plot(e: &Export, m: &str) -> String {
     let value = |b: &super::db::SeriesBoot| {
         if m == e.metric {
-            b.value
+            b.value.filter(|_| b.workload.is_none())
         } else {
             b.metrics.get(m).copied()
         }

@@ -28,6 +28,10 @@ pub struct SeriesBoot {
     /// Why the boot failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// The `[[series.workloads]]` it ran (its `value` is that workload's metric, its
+    /// `metrics` are named `<workload>/<metric>`); `None`: the series' own `[workload]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
 }
 
 /// Where a regression stands.
@@ -227,7 +231,7 @@ impl Night {
             .flatten()
             .filter(|b| b.commit == commit)
             .filter_map(|b| match metric {
-                None => b.value,
+                None => b.value.filter(|_| b.workload.is_none()),
                 Some(m) => b.metrics.get(m).copied(),
             })
             .collect()
@@ -506,6 +510,7 @@ mod tests {
             value: Some(value),
             metrics: BTreeMap::new(),
             failed: None,
+            workload: None,
         }
     }
 

@@ -87,9 +87,18 @@ fn judge(cfg: &SeriesConfig, state: &SeriesState, newest: u32) -> Vec<Judged> {
 }
 
 /// Whether night `night`, measured and not judged yet, calls for a second look
-/// ([`changepoint::second_look`] on any metric): what was suspicious, for a person.
+/// ([`changepoint::second_look`] on any metric): what was suspicious, for a person. Not when
+/// another metric raised its alarm tonight: the night is decided, and a second look would
+/// only spend boots (one of every workload) before the change is opened.
 pub fn suspicious(cfg: &SeriesConfig, state: &SeriesState, night: u32) -> Option<String> {
-    let why: Vec<String> = judge(cfg, state, night)
+    let judged = judge(cfg, state, night);
+    if judged
+        .iter()
+        .any(|j| changepoint::alarmed(&j.detection, j.nights.len() - 1))
+    {
+        return None;
+    }
+    let why: Vec<String> = judged
         .iter()
         .filter(|j| changepoint::second_look(&j.detection, j.nights.len() - 1))
         .filter_map(|j| {

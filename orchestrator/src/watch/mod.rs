@@ -72,9 +72,14 @@ pub fn hunt_dir(state_dir: &Path, id: u32) -> PathBuf {
 }
 
 /// The hunt file of change `c`'s hunt: between its two commits, on the metric it moved most
-/// (a benchmark series has one).
+/// (a benchmark series has one), with the workload that metric is of.
 pub fn hunt_of(cfg: &SeriesConfig, c: &db::Change) -> HuntFile {
-    let mut hunt = cfg.hunt_between(&c.good, &c.bad, &hunt_dir(&cfg.state_dir, c.id));
+    let dir = hunt_dir(&cfg.state_dir, c.id);
+    if let Some((w, _)) = cfg.workload_of(&c.metric) {
+        // An extra workload judges its own metric: the hunt's.
+        return cfg.hunt_on(Some(&w.name), &c.good, &c.bad, &dir);
+    }
+    let mut hunt = cfg.hunt_between(&c.good, &c.bad, &dir);
     if let HuntFile::Kernel(k) = &mut hunt {
         if let Some((metric, direction)) = cfg.metrics.iter().find(|(m, _)| *m == c.metric) {
             k.workload.metric = metric.clone();
@@ -92,6 +97,19 @@ pub fn meaning(cfg: &SeriesConfig) -> Result<BTreeMap<String, String>, WatchErro
             crate::local::measured::measurement_meaning(local, measure)
         }
     };
+    for w in &cfg.workloads {
+        let workload = serde_json::to_string(&w.workload.workload).expect("workloads serialise");
+        m.insert(
+            format!("series.workloads.{}", w.name),
+            format!(
+                "{} {:?}, timeout {} s, contents {}",
+                w.workload.metric,
+                w.workload.direction,
+                w.workload.timeout_s,
+                hunt::prelude::content_hash(workload.as_bytes())
+            ),
+        );
+    }
     m.insert("series.remote".into(), cfg.remote.clone());
     m.insert("series.branch".into(), cfg.branch.clone());
     Ok(m)

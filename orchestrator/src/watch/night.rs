@@ -44,16 +44,50 @@ pub(super) async fn run_night(
 }
 
 /// Boots `night`'s head and reference `boots` times each, interleaved, in `dir`'s journal
-/// (resuming it): every boot of the journal and the medians' summary, or why the head cannot
-/// be measured ([`head_failure`]). Any other stop (the reference, a host) is an error, which
-/// the next cycle resumes.
+/// (resuming it), on the series' own workload, then on each of `[[series.workloads]]` in
+/// boots of its own (`dir/workloads/<name>`): every boot of the journals and the medians'
+/// summaries, or why the head cannot be measured ([`head_failure`]). Any other stop (the
+/// reference, a host) is an error, which the next cycle resumes.
 async fn measure(
     cfg: &SeriesConfig,
     night: &Night,
     dir: &Path,
     boots: usize,
 ) -> Result<Result<(Vec<SeriesBoot>, String), String>, WatchError> {
-    let measured = match cfg.hunt_between(&night.reference, &night.head, dir) {
+    let mut all = Vec::new();
+    let mut summaries = Vec::new();
+    let workloads = std::iter::once(None).chain(cfg.workloads.iter().map(|w| Some(&*w.name)));
+    for workload in workloads {
+        let dir = workload.map_or_else(|| dir.to_owned(), |name| workload_dir(dir, name));
+        match (
+            measure_one(cfg, night, &dir, boots, workload).await?,
+            workload,
+        ) {
+            (Ok((b, summary)), w) => {
+                all.extend(b);
+                summaries.push(w.map_or(summary.clone(), |w| format!("{w}: {summary}")));
+            }
+            (Err(reason), None) => return Ok(Err(reason)),
+            (Err(reason), Some(w)) => return Ok(Err(format!("{reason} (workload {w})"))),
+        }
+    }
+    Ok(Ok((all, summaries.join("; "))))
+}
+
+/// Where a night's (or a second look's) boots of the extra workload `name` are.
+pub(super) fn workload_dir(dir: &Path, name: &str) -> std::path::PathBuf {
+    dir.join("workloads").join(name)
+}
+
+/// [`measure`] on one workload: `None` is the series' own.
+async fn measure_one(
+    cfg: &SeriesConfig,
+    night: &Night,
+    dir: &Path,
+    boots: usize,
+    workload: Option<&str>,
+) -> Result<Result<(Vec<SeriesBoot>, String), String>, WatchError> {
+    let measured = match cfg.hunt_on(workload, &night.reference, &night.head, dir) {
         HuntFile::Kernel(k) => crate::engine::measure_pair(&k, dir, boots).await,
         HuntFile::Local(l) => {
             let dir = dir.to_owned();
@@ -69,7 +103,7 @@ async fn measure(
                 HuntEnd::Measured { summary } => summary,
                 other => format!("{other:?}"),
             };
-            Ok((night_boots(cfg, dir)?, summary))
+            Ok((night_boots(cfg, dir, workload)?, summary))
         }
         Err(e) => match head_failure(cfg, dir, &night.head)? {
             Some(reason) => Err(reason),
@@ -147,7 +181,7 @@ pub(super) async fn second_look(
             Ok(measured) => measured,
             // What it measured before the head failed is kept.
             Err(reason) => (
-                night_boots(cfg, &dir)?,
+                second_look_boots(cfg, &dir)?,
                 format!("ended early: the head {reason}"),
             ),
         }
@@ -186,8 +220,29 @@ fn head_failure(cfg: &SeriesConfig, dir: &Path, head: &str) -> Result<Option<Str
     ))
 }
 
-/// Every boot of a night, from its journal.
-fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchError> {
+/// Every boot of a second look that ended early, of each workload it reached.
+fn second_look_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchError> {
+    let mut boots = night_boots(cfg, dir, None)?;
+    for w in &cfg.workloads {
+        let dir = workload_dir(dir, &w.name);
+        if hunt::journal_path(&dir).exists() {
+            boots.extend(night_boots(cfg, &dir, Some(&w.name))?);
+        }
+    }
+    Ok(boots)
+}
+
+/// Every boot of a night on `workload` (`None`: the series' own), from its journal; an extra
+/// workload's metrics are named `<workload>/<metric>`.
+fn night_boots(
+    cfg: &SeriesConfig,
+    dir: &Path,
+    workload: Option<&str>,
+) -> Result<Vec<SeriesBoot>, WatchError> {
+    let name = |m: String| match workload {
+        None => m,
+        Some(w) => format!("{w}/{m}"),
+    };
     let config = match cfg.measured() {
         Measured::Kernel(k) => match &k.build {
             Build::Source(b) => std::fs::read(&b.kernel_config)
@@ -214,8 +269,13 @@ fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchE
                     host,
                     config: config.clone(),
                     value: Some(value),
-                    metrics: result.metrics,
+                    metrics: result
+                        .metrics
+                        .into_iter()
+                        .map(|(m, v)| (name(m), v))
+                        .collect(),
                     failed: None,
+                    workload: workload.map(str::to_owned),
                 },
                 BootOutcome::Failed { reason, .. } => SeriesBoot {
                     commit,
@@ -225,6 +285,7 @@ fn night_boots(cfg: &SeriesConfig, dir: &Path) -> Result<Vec<SeriesBoot>, WatchE
                     value: None,
                     metrics: BTreeMap::new(),
                     failed: Some(reason),
+                    workload: workload.map(str::to_owned),
                 },
             }),
             _ => None,
