@@ -314,18 +314,7 @@ impl SeriesConfig {
         }
         table.insert("hunt".into(), hunt.into());
         let hunt_text = toml::to_string(&table).expect("a parsed table serialises");
-        let rename = |e: ConfigError| match e {
-            ConfigError::Field {
-                path,
-                field,
-                message,
-            } => ConfigError::Field {
-                path,
-                field: field.replacen("hunt.", "series.", 1),
-                message,
-            },
-            other => other,
-        };
+        let rename = |e| renamed(e, |field| field.replacen("hunt.", "series.", 1));
         let mut hunt = HuntFile::parse(path, &hunt_text).map_err(rename)?;
         // After the series' own tables: an error of theirs is named once, as theirs.
         let extra = extra_workloads(path, &table, &series.workloads, &field)?;
@@ -530,6 +519,22 @@ pub enum Measured<'a> {
     Command(&'a LocalConfig, &'a MeasureConfig),
 }
 
+/// A field error of the hunt file's code, its field named as the series file names it.
+fn renamed(e: ConfigError, name: impl FnOnce(String) -> String) -> ConfigError {
+    match e {
+        ConfigError::Field {
+            path,
+            field,
+            message,
+        } => ConfigError::Field {
+            path,
+            field: name(field),
+            message,
+        },
+        other => other,
+    }
+}
+
 /// `[[series.workloads]]`, each validated as a hunt file's `[workload]` by the hunt file's
 /// own code (`table` is the series file's hunt tables, its own `[workload]` among them).
 fn extra_workloads(
@@ -602,20 +607,11 @@ fn extra_workloads(
         let mut hunt = table.clone();
         hunt.insert("workload".into(), w.into());
         let text = toml::to_string(&hunt).expect("a parsed table serialises");
-        let parsed = HuntFile::parse(path, &text).map_err(|e| match e {
-            ConfigError::Field {
-                path,
-                field,
-                message,
-            } => ConfigError::Field {
-                path,
-                field: match field.strip_prefix("workload") {
-                    Some(rest) => at(rest),
-                    None => field,
-                },
-                message,
-            },
-            other => other,
+        let parsed = HuntFile::parse(path, &text).map_err(|e| {
+            renamed(e, |field| match field.strip_prefix("workload") {
+                Some(rest) => at(rest),
+                None => field,
+            })
         })?;
         let HuntFile::Kernel(k) = parsed else {
             unreachable!("the series' own tables parsed as a kernel hunt")
