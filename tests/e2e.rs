@@ -1077,22 +1077,10 @@ fn names_both_steps_of_a_two_step_regression_in_one_run() {
         "ext4: let a write-back cache settle before fsync returns",
     );
     let dir = tempfile::tempdir().unwrap();
-    let hunt = dir.path().join("hunt.toml");
-    std::fs::write(
-        &hunt,
-        format!(
-            "[hunt]\nname = \"twostep\"\nrepo = \"{}\"\ngood = \"demo-good\"\nbad = \"twostep\"\n\
-             state_dir = \"{}\"\n\n{}\n[classify]\n{}",
-            demo_tree().display(),
-            dir.path().join("state").display(),
-            kernel_tables(),
-            // Each step's revert on top of bad is booted in 3 rounds (9 boots, 18 of the 70 a
-            // run takes: 12 min warm against the 10 this issue may add): the revert is the
-            // spine test's subject and tests/engine.rs's, both culprits in one run this one's.
-            "revert = false\n"
-        ),
-    )
-    .unwrap();
+    // Each step's revert on top of bad is booted in 3 rounds (9 boots, 18 of the 70 a run
+    // takes: 12 min warm against the 10 this issue may add): the revert is the spine test's
+    // subject and tests/engine.rs's, both culprits in one run this one's.
+    let hunt = branch_hunt(dir.path(), "twostep", &kernel_tables(), "revert = false\n");
     let out = firstbad().arg("run").arg(&hunt).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1157,28 +1145,14 @@ fn bisects_the_dirty_limits_cut_on_a_slow_disk_and_names_the_setting() {
     make_branch("make-seed-branch", &["dirty"]);
     let culprit = commit_in("demo-good..dirty", "mm: lower the default dirty limits");
     let dir = tempfile::tempdir().unwrap();
-    let hunt = dir.path().join("hunt.toml");
-    let tables = kernel_tables()
-        .replace(
-            "boot_timeout_s = 240\n",
-            "boot_timeout_s = 240\nscratch_mb = 1536\ndisk = \"sata-2009\"\n",
-        )
+    let tables = kernel_tables_with_host("scratch_mb = 1536\ndisk = \"sata-2009\"\n")
         .replace(
             "workloads/fsync-latency.toml",
             "workloads/fsync-under-dirty-limits.toml",
         )
         .replace("timeout_s = 300", "timeout_s = 600");
     assert!(tables.contains("sata-2009") && tables.contains("dirty-limits"));
-    std::fs::write(
-        &hunt,
-        format!(
-            "[hunt]\nname = \"dirty\"\nrepo = \"{}\"\ngood = \"demo-good\"\nbad = \"dirty\"\n\
-             state_dir = \"{}\"\n\n{tables}\n[classify]\nmin_effect = 0.2\n",
-            demo_tree().display(),
-            dir.path().join("state").display(),
-        ),
-    )
-    .unwrap();
+    let hunt = branch_hunt(dir.path(), "dirty", &tables, "min_effect = 0.2\n");
     let out = firstbad().arg("run").arg(&hunt).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1225,6 +1199,23 @@ fn bisects_the_dirty_limits_cut_on_a_slow_disk_and_names_the_setting() {
         stdout.lines().next().unwrap_or_default()
     );
     keep_if_asked(dir);
+}
+
+/// A hunt file in `dir` from demo-good to the demo tree's branch `branch` (its name too), its
+/// state in `dir/state`, with these tables and `[classify]` lines.
+fn branch_hunt(dir: &Path, branch: &str, tables: &str, classify: &str) -> PathBuf {
+    let hunt = dir.join("hunt.toml");
+    std::fs::write(
+        &hunt,
+        format!(
+            "[hunt]\nname = \"{branch}\"\nrepo = \"{}\"\ngood = \"demo-good\"\nbad = \"{branch}\"\n\
+             state_dir = \"{}\"\n\n{tables}\n[classify]\n{classify}",
+            demo_tree().display(),
+            dir.join("state").display(),
+        ),
+    )
+    .unwrap();
+    hunt
 }
 
 /// Runs `scripts/<script> <args>` (a branch added to the demo tree), which must succeed.

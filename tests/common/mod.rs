@@ -157,6 +157,14 @@ timeout_s = 300
     )
 }
 
+/// [`kernel_tables`] with more fields on its qemu host (a disk preset, a scratch size).
+pub fn kernel_tables_with_host(fields: &str) -> String {
+    let tables = kernel_tables();
+    let at = "boot_timeout_s = 240\n";
+    assert!(tables.contains(at), "kernel_tables' host has {at:?}");
+    tables.replace(at, &format!("{at}{fields}"))
+}
+
 pub fn journal_events(state: &Path) -> Vec<(String, Option<String>, serde_json::Value)> {
     journal_file_events(&state.join("journal.sqlite"))
 }
