@@ -33,6 +33,23 @@ pub fn try_rev(hunt: &Path, rev: &str) -> (Option<i32>, String, String) {
     )
 }
 
+/// `firstbad try --build-only hunt rev`, which must succeed: the kernel built and cached
+/// before a test's deadline starts, so that no deadline holds a clean kernel build (issue 55:
+/// a cold run went red on a 600-s deadline around the first build of demo-good).
+pub fn build_only(hunt: &Path, rev: &str) {
+    let out = firstbad()
+        .args(["try", "--build-only"])
+        .arg(hunt)
+        .arg(rev)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "firstbad try --build-only {rev}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The demo tree (built once per machine by the script, then cached).
 pub fn demo_tree() -> &'static Path {
     static TREE: OnceLock<PathBuf> = OnceLock::new();

@@ -114,6 +114,11 @@ pub(crate) enum Command {
         hunt: PathBuf,
         /// The revision to try (any syntax git accepts).
         rev: String,
+        /// Build the kernel into the build cache and stop: boot nothing. Warms a cache
+        /// before a hunt (or before the test suite, as scripts/test does), so that no
+        /// boot waits behind a clean kernel build.
+        #[arg(long)]
+        build_only: bool,
     },
     /// Reproduce a report ("fast in kernel A, slow in B"): boot the hunt file's good and bad
     /// kernels, interleaved, until the baselines' statistics confirm the difference (exit 0)
@@ -277,7 +282,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             follow,
             interval,
         } => status::run(&hunt, follow, interval),
-        Command::Try { hunt, rev } => try_rev::run(&hunt, &rev),
+        Command::Try {
+            hunt,
+            rev,
+            build_only,
+        } => try_rev::run(&hunt, &rev, !build_only),
         Command::Report {
             hunt,
             format,

@@ -487,10 +487,12 @@ async fn prepare(
 /// Builds one revision with the hunt's configuration, boots it once on the hunt's first
 /// host and runs the workload: a check of the set-up before a long hunt. Its steps go to a
 /// journal of its own (`<state_dir>/try/try.sqlite`), never to the hunt's, and its console
-/// to `<state_dir>/try/consoles/`.
+/// to `<state_dir>/try/consoles/`. With `boot` false it stops once the kernel is built and
+/// cached (`firstbad try --build-only`: a build cache warmed before a hunt or a test suite).
 pub async fn try_revision(
     cfg: &HuntConfig,
     rev: &str,
+    boot: bool,
 ) -> Result<(BuildOutcome, Option<BootOutcome>), HuntError> {
     let (commit, kernels) = match cfg.build.prebuilt() {
         None => {
@@ -534,6 +536,9 @@ pub async fn try_revision(
     else {
         return Ok((built, None));
     };
+    if !boot {
+        return Ok((built, None));
+    }
     let test_host =
         crate::hosts::machine::test_hosts(vec![hosts.remove(0)], &cfg.workload).remove(0);
     let host = test_host.name().to_owned();
