@@ -167,6 +167,9 @@ struct FakeHost {
     seconds: u64,
     /// After this many boots the host fails with a host error (it needs a person).
     dies_after: Option<usize>,
+    /// Every value this host measures is this many times the world's (a VM of a pool whose
+    /// level is its own: beside the other VM on one machine, 3.8 against 6.8 ms for one kernel).
+    scale: f64,
     boots: AtomicUsize,
     busy: Mutex<Duration>,
 }
@@ -178,6 +181,7 @@ impl FakeHost {
             world: world.clone(),
             seconds,
             dies_after: None,
+            scale: 1.0,
             boots: AtomicUsize::new(0),
             busy: Mutex::new(Duration::ZERO),
         })
@@ -208,7 +212,7 @@ impl TestHost for FakeHost {
                     untestable: false,
                 });
             }
-            let value = self.world.value(i, job.boot);
+            let value = self.scale * self.world.value(i, job.boot);
             Ok(BootOutcome::Measured {
                 kernel_release: job.release,
                 boot_id: format!("{}-{}", job.commit, job.boot),
@@ -844,6 +848,35 @@ async fn a_host_that_dies_mid_batch_leaves_the_pool_and_the_hunt_goes_on() {
         failed_by_host, 1,
         "the boot it died in is a failed boot, never a verdict"
     );
+}
+
+/// Issue 56: a pool's hosts each have their level. Two VMs on one machine measured one kernel
+/// at 3.8 and 6.8 ms (tests/e2e.rs's pool hunt, which then ended NOT confirmed at 56% on a ×17
+/// regression): read as one host, the difference looked like the host moving. Here the second
+/// host measures everything 1.8× the first until it leaves the pool: the culprit is named and
+/// confirmed, and the report's numbers are what each host measured.
+#[tokio::test(start_paused = true)]
+async fn a_pool_whose_hosts_differ_in_level_names_and_confirms_the_culprit() {
+    let world = World::new(21);
+    let vm1 = FakeHost::new("vm1", &world, 10);
+    let mut vm2 = FakeHost::new("vm2", &world, 10);
+    let second = Arc::get_mut(&mut vm2).expect("one owner");
+    second.scale = 1.8;
+    // It leaves the pool after 30 boots: from then on the mix of hosts changes, which a
+    // one-host reading takes for the host moving (without the alignment: commit 13 named and
+    // NOT confirmed, exit 4).
+    second.dies_after = Some(30);
+    let bench = Bench::new(&world, vec![vm1, vm2], classify(ClassifyMode::Baselines));
+    let (end, code, state) = bench.run().await;
+    assert_eq!((found(&end), code), (Some(21), 0), "{end:?}");
+    // The good endpoint's boots on vm2, as the statistics read them, stand where vm1's do.
+    let offsets = state.host_offsets();
+    assert_eq!(offsets.len(), 1, "{offsets:?}");
+    assert_eq!(offsets[0].0, "vm2");
+    assert!((offsets[0].1 - 1.8f64.ln()).abs() < 0.1, "{offsets:?}");
+    // A report shows what the hosts measured, not the aligned values.
+    let raw = state.raw_values(&id(0));
+    assert!(raw.iter().any(|v| *v > 1.5 * 35.0), "{raw:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -23,7 +23,8 @@ pub(crate) struct Args {
     /// Only these effects Δ/σ, e.g. `--d 1,2`.
     #[arg(long, value_delimiter = ',')]
     d: Vec<f64>,
-    /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst, wander.
+    /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst, wander,
+    /// recorded (real boots of tests/corpus/ replayed).
     #[arg(long, value_delimiter = ',', value_parser = noise_name)]
     noise: Vec<String>,
     /// Only these history shapes: one, none, two.

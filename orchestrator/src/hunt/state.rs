@@ -120,6 +120,9 @@ pub struct HuntState {
     /// Host checkpoints of boots not finished (an interrupted run's too, for taking them up
     /// again), by commit and boot number: the last of each.
     pub checkpoints: BTreeMap<(String, u32), Checkpoint>,
+    /// The hosts that measured a boot, in the order of their first: more than one is a pool,
+    /// whose hosts' levels [`HuntState::host_offsets`] aligns.
+    pub hosts: Vec<String>,
 }
 
 impl HuntState {
@@ -177,6 +180,7 @@ impl HuntState {
                     _ => self.boots_started.saturating_sub(1),
                 };
                 self.checkpoints.remove(&(commit.clone(), *boot));
+                self.note_host(host, outcome);
                 let seq = self.boots_finished;
                 self.boots_finished += 1;
                 self.boots
@@ -194,6 +198,7 @@ impl HuntState {
             Event::BootsCarried { commit, boots } => {
                 // The stage's first boots of `commit`, in the order they finished.
                 for b in boots {
+                    self.note_host(&b.host, &b.outcome);
                     let (seq, started) = (self.boots_finished, self.boots_started);
                     self.boots_finished += 1;
                     self.boots_started += 1;
@@ -396,25 +401,115 @@ impl HuntState {
         })
     }
 
-    /// The measured values of a commit's boots.
+    /// The measured values of a commit's boots, as the statistics read them: on a pool, each
+    /// host's level aligned to the reference host's ([`HuntState::host_offsets`]).
     pub fn values(&self, commit: &str) -> Vec<f64> {
         self.timed(commit).into_iter().map(|b| b.0).collect()
     }
 
+    /// The measured values of a commit's boots as the hosts reported them: what a report
+    /// shows beside each boot.
+    pub fn raw_values(&self, commit: &str) -> Vec<f64> {
+        self.measured(commit).map(|(v, _, _)| v).collect()
+    }
+
     /// The measured boots of a commit as (value, boot time): the time is the boot's place
-    /// among all of the hunt's finished boots, which the posterior's trend model reads.
+    /// among all of the hunt's finished boots, which the posterior's trend model reads. On a
+    /// pool, each value is read on the reference host's level ([`HuntState::host_offsets`]).
     pub fn timed(&self, commit: &str) -> Vec<(f64, f64)> {
+        let offsets = self.host_offsets();
+        self.measured(commit)
+            .map(|(v, t, host)| {
+                let off = offsets
+                    .iter()
+                    .find(|(h, _)| h == host)
+                    .map_or(0.0, |(_, o)| *o);
+                (if off == 0.0 { v } else { v * (-off).exp() }, t)
+            })
+            .collect()
+    }
+
+    /// A commit's measured boots: value, boot time (place among the finished boots), host.
+    fn measured<'a>(&'a self, commit: &str) -> impl Iterator<Item = (f64, f64, &'a str)> + 'a {
         self.boots
             .get(commit)
-            .map(|b| {
-                b.iter()
-                    .filter_map(|r| match &r.outcome {
-                        BootOutcome::Measured { value, .. } => Some((*value, r.seq as f64)),
-                        BootOutcome::Failed { .. } => None,
-                    })
-                    .collect()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| match &r.outcome {
+                BootOutcome::Measured { value, .. } => {
+                    Some((*value, r.seq as f64, r.host.as_str()))
+                }
+                BootOutcome::Failed { .. } => None,
             })
-            .unwrap_or_default()
+    }
+
+    /// Each host's level against the reference host's, on the log scale (issue 56): the
+    /// median, over the commits measured on both, of the difference of their medians there
+    /// (the endpoints' interleaved baselines give every host of a pool such commits). The
+    /// reference is the host with the most measured boots (the first on a tie). Two VMs of a
+    /// pool beside each other on one machine differed by 3.8 against 6.8 ms for one kernel;
+    /// read as one host, that difference looked like the host moving and the posterior gave a
+    /// ×17 regression's culprit 56%. Empty for one host (no alignment), and when a value is
+    /// not positive (a metric that is not a time or a rate: nothing to take a log of).
+    pub fn host_offsets(&self) -> Vec<(String, f64)> {
+        if self.hosts.len() < 2 {
+            return Vec::new();
+        }
+        // Per commit, per host: the median log value.
+        let mut centres: Vec<(&str, &str, f64)> = Vec::new();
+        let mut counts: Vec<usize> = vec![0; self.hosts.len()];
+        let mut commits: Vec<&String> = self.boots.keys().collect();
+        commits.sort();
+        for c in commits {
+            for (i, h) in self.hosts.iter().enumerate() {
+                let logs: Option<Vec<f64>> = self
+                    .measured(c)
+                    .filter(|(_, _, host)| *host == h)
+                    .map(|(v, _, _)| (v > 0.0 && v.is_finite()).then(|| v.ln()))
+                    .collect();
+                let Some(logs) = logs else {
+                    return Vec::new();
+                };
+                counts[i] += logs.len();
+                if !logs.is_empty() {
+                    centres.push((c, h, crate::stats::median(&logs)));
+                }
+            }
+        }
+        let reference = (0..self.hosts.len())
+            .max_by_key(|&i| (counts[i], std::cmp::Reverse(i)))
+            .map(|i| self.hosts[i].as_str())
+            .expect("two hosts or more");
+        self.hosts
+            .iter()
+            .filter(|h| h.as_str() != reference)
+            .map(|h| {
+                let diffs: Vec<f64> = centres
+                    .iter()
+                    .filter(|(_, host, _)| host == h)
+                    .filter_map(|(c, _, m)| {
+                        centres
+                            .iter()
+                            .find(|(c2, host2, _)| c2 == c && *host2 == reference)
+                            .map(|(_, _, r)| m - r)
+                    })
+                    .collect();
+                let off = if diffs.is_empty() {
+                    0.0
+                } else {
+                    crate::stats::median(&diffs)
+                };
+                (h.clone(), off)
+            })
+            .collect()
+    }
+
+    /// Notes a host that measured a boot ([`HuntState::hosts`]).
+    fn note_host(&mut self, host: &str, outcome: &BootOutcome) {
+        if matches!(outcome, BootOutcome::Measured { .. }) && !self.hosts.iter().any(|h| h == host)
+        {
+            self.hosts.push(host.to_owned());
+        }
     }
 
     /// The failure reasons of a commit's boots.

@@ -159,7 +159,7 @@ fn verdict_lines(
 }
 
 fn values_cell(state: &HuntState, commit: &str) -> (String, String, String) {
-    let vals = state.values(commit);
+    let vals = state.raw_values(commit);
     let fails = state.failures(commit);
     let v = vals
         .iter()

@@ -60,6 +60,7 @@ mod cells;
 pub mod forecast;
 mod forecast_check;
 pub mod nightly;
+pub mod recorded;
 mod strategies;
 mod tables;
 mod world;

@@ -56,11 +56,15 @@ pub enum Noise {
     /// Normal plus a host level that shifts by a few σ for 5-30 boots, then comes back, again
     /// and again ([`WANDER_RATE`]): about a third of the boots are in a shift.
     Wander,
+    /// Real noise: a recording of real boots on this project's machines replayed in its time
+    /// order from a seeded start (`tests/corpus/`, [`super::recorded`]), log-scale, each
+    /// recording's residuals scaled to its own σ.
+    Recorded,
 }
 
 impl Noise {
     /// Every kind, in the order of their discriminants.
-    pub const ALL: [Noise; 8] = [
+    pub const ALL: [Noise; 9] = [
         Noise::Normal,
         Noise::LogNormal,
         Noise::Outliers,
@@ -69,6 +73,7 @@ impl Noise {
         Noise::Step,
         Noise::Burst,
         Noise::Wander,
+        Noise::Recorded,
     ];
 
     /// Short name in tables.
@@ -82,6 +87,7 @@ impl Noise {
             Noise::Failed => "failed",
             Noise::Burst => "burst",
             Noise::Wander => "wander",
+            Noise::Recorded => "recorded",
         }
     }
 }
@@ -145,6 +151,9 @@ pub struct World {
     /// the shift under way, and its size in σ (`wander` noise).
     pub(super) burst: (usize, f64),
     pub(super) shift: (usize, f64),
+    /// The recording replayed (`recorded` noise): its index in [`super::recorded::streams`]
+    /// and the boot of it this history's first boot reads.
+    pub(super) replay: (usize, usize),
     /// The phase of `firstbad run` now booting, and the boots spent in each (see [`PHASES`]).
     pub(super) phase: usize,
     pub(super) by_phase: [usize; PHASES.len()],
@@ -191,6 +200,19 @@ impl World {
         } else {
             usize::MAX
         };
+        // Likewise drawn only for the recorded kind: which recording, and where in it.
+        let replay = if cell.noise == Noise::Recorded {
+            let streams = super::recorded::streams();
+            assert!(
+                !streams.is_empty(),
+                "no built-in recording of {} boots or more (tests/corpus/)",
+                super::recorded::MIN_REPLAYED_BOOTS
+            );
+            let i = rng.gen_range(0..streams.len());
+            (i, rng.gen_range(0..streams[i].z.len()))
+        } else {
+            (0, 0)
+        };
         World {
             n,
             culprits,
@@ -206,6 +228,7 @@ impl World {
             step_at,
             burst: (0, 1.0),
             shift: (0, 0.0),
+            replay,
             phase: 0,
             by_phase: [0; PHASES.len()],
             baselines: None,
@@ -264,6 +287,7 @@ impl World {
             step_at: 0,
             burst: (0, 1.0),
             shift: (0, 0.0),
+            replay: (0, 0),
             phase: 0,
             by_phase: [0; PHASES.len()],
             baselines: None,
@@ -354,6 +378,13 @@ impl World {
                 } else {
                     Some(v)
                 }
+            }
+            Noise::Recorded => {
+                let s = &super::recorded::streams()[self.replay.0];
+                // The boot just counted is the history's `boots`-th: the recording's boots in
+                // their order from the drawn start, around again at its end.
+                let z = s.z[(self.replay.1 + self.boots - 1) % s.z.len()];
+                Some(BASE * (s.sigma * (self.d * lev + z)).exp())
             }
             Noise::Failed => {
                 if self.rng.gen::<f64>() < FAIL_SHARE {
