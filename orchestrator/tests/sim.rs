@@ -272,3 +272,55 @@ fn firstbad_run_names_every_step_of_a_two_step_regression() {
     let run = run_cell(Strategy::FirstbadRun, &one, REPS, SEED);
     assert!(run.every_step >= 0.95 && run.wrong <= 0.02, "{run:?}");
 }
+
+/// Issue 55: the product's loop on this machine's real noise, no boot: `recorded` replays
+/// tests/corpus/ (chain's hunt beside the fast tier, a busy neighbour: σ 49% on the log scale,
+/// a good kernel's boot at 63.8 ms where its centre is 15). A regression of the demo's size on
+/// that recording (Δ/σ 4.5: its source stage's ends) is named and confirmed in every history,
+/// as the kernel tests ask of the demo, and no wrong commit is confirmed.
+#[test]
+fn on_recorded_noise_a_demo_sized_regression_is_named_and_confirmed_every_time() {
+    let c = Cell {
+        n: 64,
+        d: 4.5,
+        noise: Noise::Recorded,
+        shape: Shape::OneCulprit,
+    };
+    let r = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
+    // 100% on seeds 4 and 4242 (docs/test-suite.md); the culprit itself, each time.
+    assert!(r.accuracy >= 0.99, "{r:?}");
+    assert_eq!(r.wrong_confirmed, Some(0.0), "{r:?}");
+}
+
+/// Issue 56's figure on real noise, kept from going back: at Δ/σ 2 on the recording of a busy
+/// neighbour `firstbad run` is right 70% here (seed 4; 87% on seed 4242: the recording is 38
+/// boots, so where each history starts in it weighs more than 100 histories' sampling error)
+/// and states what it gets (71.8% claimed). Wrong and confirmed is 1%; the aim is ≤ 1% on
+/// every host, so more than 3% here fails.
+#[test]
+fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence() {
+    let c = Cell {
+        n: 64,
+        d: 2.0,
+        noise: Noise::Recorded,
+        shape: Shape::OneCulprit,
+    };
+    let r = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
+    assert!(r.accuracy >= 0.65, "{r:?}");
+    calibrated(&r);
+    assert!(r.wrong_confirmed.expect("re-tests") <= 0.03, "{r:?}");
+}
+
+/// The recorded kind is deterministic: the same seed replays the same boots.
+#[test]
+fn recorded_noise_replays_the_same_histories_for_the_same_seed() {
+    let c = Cell {
+        n: 64,
+        d: 2.0,
+        noise: Noise::Recorded,
+        shape: Shape::OneCulprit,
+    };
+    let a = run_cell(Strategy::FirstbadRun, &c, 20, 7);
+    let b = run_cell(Strategy::FirstbadRun, &c, 20, 7);
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+}
