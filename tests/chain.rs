@@ -65,20 +65,8 @@ fn exported_demo_kernels_then_the_source_between_them_in_one_journal_across_a_ki
     .unwrap();
     let names = ["k-good", "k-mid", "k-bad"];
     for (name, commit) in names.iter().zip([&good, &mid, &bad]) {
-        let out = firstbad()
-            .arg("try")
-            .arg(&source_hunt)
-            .arg(commit)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "try {commit}: {text}");
-        let build = text
-            .strip_prefix("build: ")
-            .and_then(|t| t.split_once("\nboot: "))
-            .map(|(b, _)| serde_json::from_str::<serde_json::Value>(b).unwrap())
-            .unwrap_or_else(|| panic!("no build in:\n{text}"));
-        let image = build["image"].as_str().expect("an image path");
+        // Built, not booted: the hunt below boots them.
+        let image = build_only(&source_hunt, commit);
         std::fs::create_dir(dir.path().join(name)).unwrap();
         std::fs::copy(image, dir.path().join(name).join("bzImage")).unwrap();
     }

@@ -36,18 +36,29 @@ pub fn try_rev(hunt: &Path, rev: &str) -> (Option<i32>, String, String) {
 /// `firstbad try --build-only hunt rev`, which must succeed: the kernel built and cached
 /// before a test's deadline starts, so that no deadline holds a clean kernel build (issue 55:
 /// a cold run went red on a 600-s deadline around the first build of demo-good).
-pub fn build_only(hunt: &Path, rev: &str) {
+/// Returns the built kernel's image (in the build cache).
+pub fn build_only(hunt: &Path, rev: &str) -> PathBuf {
     let out = firstbad()
         .args(["try", "--build-only"])
         .arg(hunt)
         .arg(rev)
         .output()
         .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "firstbad try --build-only {rev}: {}",
+        "firstbad try --build-only {rev}: {stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let build: serde_json::Value = stdout
+        .strip_prefix("build: ")
+        .and_then(|b| serde_json::from_str(b).ok())
+        .unwrap_or_else(|| panic!("no build in:\n{stdout}"));
+    PathBuf::from(
+        build["image"]
+            .as_str()
+            .expect("a built kernel has an image"),
+    )
 }
 
 /// The demo tree (built once per machine by the script, then cached).
