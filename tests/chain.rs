@@ -66,7 +66,8 @@ fn exported_demo_kernels_then_the_source_between_them_in_one_journal_across_a_ki
     let names = ["k-good", "k-mid", "k-bad"];
     for (name, commit) in names.iter().zip([&good, &mid, &bad]) {
         // Built, not booted: the hunt below boots them.
-        let image = build_only(&source_hunt, commit);
+        let build = build_only(&source_hunt, commit);
+        let image = build["image"].as_str().expect("an image path");
         std::fs::create_dir(dir.path().join(name)).unwrap();
         std::fs::copy(image, dir.path().join(name).join("bzImage")).unwrap();
     }

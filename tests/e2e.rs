@@ -972,10 +972,11 @@ fn a_boot_timeout_is_a_failed_boot_in_bounded_time() {
 fn a_wrong_kernel_is_a_failed_boot() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let hunt_dir = tempfile::tempdir().unwrap();
-    let image = build_only(
+    let build = build_only(
         &hunt_file(hunt_dir.path(), "demo-good", "demo-bad"),
         "demo-good",
     );
+    let image = PathBuf::from(build["image"].as_str().expect("an image path"));
     let dir = tempfile::tempdir().unwrap();
     let cfg = firstbad::config::QemuConfig {
         memory_mb: 512,

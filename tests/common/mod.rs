@@ -36,8 +36,8 @@ pub fn try_rev(hunt: &Path, rev: &str) -> (Option<i32>, String, String) {
 /// `firstbad try --build-only hunt rev`, which must succeed: the kernel built and cached
 /// before a test's deadline starts, so that no deadline holds a clean kernel build (issue 55:
 /// a cold run went red on a 600-s deadline around the first build of demo-good).
-/// Returns the built kernel's image (in the build cache).
-pub fn build_only(hunt: &Path, rev: &str) -> PathBuf {
+/// Returns the build as `firstbad try` prints it (`image`, `kernel_release`, ...).
+pub fn build_only(hunt: &Path, rev: &str) -> serde_json::Value {
     let out = firstbad()
         .args(["try", "--build-only"])
         .arg(hunt)
@@ -54,11 +54,8 @@ pub fn build_only(hunt: &Path, rev: &str) -> PathBuf {
         .strip_prefix("build: ")
         .and_then(|b| serde_json::from_str(b).ok())
         .unwrap_or_else(|| panic!("no build in:\n{stdout}"));
-    PathBuf::from(
-        build["image"]
-            .as_str()
-            .expect("a built kernel has an image"),
-    )
+    assert!(build["image"].is_string(), "not built: {build}");
+    build
 }
 
 /// The demo tree (built once per machine by the script, then cached).
