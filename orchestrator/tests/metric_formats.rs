@@ -354,9 +354,10 @@ criterion_group!(benches, sum);
 criterion_main!(benches);
 "#;
 
-// The crate is built in a target dir under CARGO_TARGET_TMPDIR that outlives the test, so a
-// warm machine does not compile criterion again; the results go to the tempdir through
-// CRITERION_HOME, so a stale run's estimates are never read.
+// The crate is built in a target dir in the machine's firstbad cache (where the kernels are
+// shared too), so a warm machine does not compile criterion again, a fresh clone included (CI
+// clones afresh: under CARGO_TARGET_TMPDIR the compile cost 60 s of every run); the results go
+// to the tempdir through CRITERION_HOME, so a stale run's estimates are never read.
 #[test]
 fn criterion_estimates_with_sample_json_beside() {
     let dir = tempfile::tempdir().unwrap();
@@ -371,7 +372,7 @@ fn criterion_estimates_with_sample_json_beside() {
         .current_dir(dir.path())
         .env(
             "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("criterion-fixture"),
+            firstbad::config::default_cache_dir().join("criterion-fixture-target"),
         )
         .env("CRITERION_HOME", &home)
         .args(["bench", "--bench", "b", "--"])
