@@ -1171,6 +1171,17 @@ fn bisects_the_dirty_limits_cut_on_a_slow_disk_and_names_the_setting() {
         .expect("a confirmation");
     assert_eq!(confirmation.1.as_deref(), Some(culprit.as_str()));
     assert_eq!(confirmation.2["confirmed"], true, "{:?}", confirmation.2);
+    // Issue 56 item 3: every boot of the local VM has this machine's pressure beside it, and
+    // the report says how busy the machine was.
+    assert_eq!(
+        count(&events, "boot-pressure"),
+        count(&events, "boot-finished"),
+        "a boot without its pressure"
+    );
+    assert!(
+        stdout.contains("The machine's load during the boots"),
+        "{stdout}"
+    );
     let json = firstbad()
         .args(["report", "--format", "json"])
         .arg(&hunt)

@@ -377,6 +377,7 @@ impl Journal {
             | Event::BuildFinished { commit, .. }
             | Event::BootStarted { commit, .. }
             | Event::BootFinished { commit, .. }
+            | Event::BootPressure { commit, .. }
             | Event::BootsCarried { commit, .. }
             | Event::FarmJob { commit, .. }
             | Event::HostCheckpoint { commit, .. }

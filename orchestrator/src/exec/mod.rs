@@ -78,6 +78,12 @@ pub trait TestHost: Send + Sync + 'static {
     /// Kills the run of `commit`'s command, if this host is running it (a journalled
     /// `TestCancelled`); its `test` then ends with the kill.
     fn cancel(&self, _commit: &str) {}
+    /// The stall counters of the machine this host runs on, when that is the controller's own
+    /// (a local VM): read at each boot's start and end, the boot's pressure is journalled
+    /// beside it ([`Event::BootPressure`]). Hosts elsewhere have none.
+    fn pressure(&self) -> Option<crate::hosts::pressure::Snapshot> {
+        None
+    }
     /// At the end of a hunt: the checkpoints of this host's boots that an interrupted run
     /// left and this run did not take up (a farm cancels the jobs nobody will read).
     fn left_over(self: Arc<Self>, _checkpoints: Vec<checkpoint::Checkpoint>) -> Task<()> {
@@ -117,7 +123,12 @@ pub fn transient(e: &HostError) -> bool {
 #[allow(clippy::large_enum_variant)]
 enum Done {
     Built(String, Result<BuildOutcome, BuildError>),
-    Booted(BootJob, String, Result<BootOutcome, HostError>),
+    Booted(
+        BootJob,
+        String,
+        Result<BootOutcome, HostError>,
+        Option<crate::hosts::pressure::HostPressure>,
+    ),
     Tested(String, u32, Result<TestOutcome, HostError>),
 }
 
@@ -277,9 +288,17 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                             ),
                         };
                         let span = tracing::info_span!("boot", commit = short(&commit), boot, host = %host);
+                        let (host_now, before) = (Arc::clone(h), h.pressure());
                         let task = with_retries(Arc::clone(h), job.clone());
                         running.push(Box::pin(
-                            async move { Done::Booted(job, host, task.await) }.instrument(span),
+                            async move {
+                                let outcome = task.await;
+                                let pressure = before
+                                    .zip(host_now.pressure())
+                                    .and_then(|(b, a)| a.since(&b));
+                                Done::Booted(job, host, outcome, pressure)
+                            }
+                            .instrument(span),
                         ));
                         started += 1;
                     }
@@ -324,7 +343,7 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
             Done::Built(_, Err(e)) => {
                 stop.get_or_insert(e.into());
             }
-            Done::Booted(job, host, Ok(outcome)) => {
+            Done::Booted(job, host, Ok(outcome), pressure) => {
                 match &outcome {
                     BootOutcome::Measured { value, .. } => tracing::info!(
                         "{} boot {} on {host}: {value:.3}",
@@ -340,16 +359,29 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                         console.display()
                     ),
                 }
+                let (commit, boot) = (job.commit, job.boot);
                 record(
                     journal,
                     state,
                     Event::BootFinished {
-                        commit: job.commit,
-                        boot: job.boot,
-                        host,
+                        commit: commit.clone(),
+                        boot,
+                        host: host.clone(),
                         outcome,
                     },
                 )?;
+                if let Some(pressure) = pressure {
+                    record(
+                        journal,
+                        state,
+                        Event::BootPressure {
+                            commit,
+                            boot,
+                            host,
+                            pressure,
+                        },
+                    )?;
+                }
             }
             Done::Tested(commit, job, Ok(mut outcome)) => {
                 // Killed because it no longer mattered: recorded, never judged. (A run that
@@ -383,12 +415,12 @@ pub async fn drive<B: Builder, H: TestHost + ?Sized, R: Recorder>(
                     short(&commit)
                 )));
             }
-            Done::Booted(_, _, Err(e @ (HostError::Command(_) | HostError::BadInput(_)))) => {
+            Done::Booted(_, _, Err(e @ (HostError::Command(_) | HostError::BadInput(_))), _) => {
                 // Every host runs the same command: retiring this one would only meet the
                 // same failure on the next. Nothing is journalled for the run; a rerun redoes it.
                 stop.get_or_insert(e.into());
             }
-            Done::Booted(job, host, Err(e)) => {
+            Done::Booted(job, host, Err(e), _) => {
                 let left = driver
                     .active_hosts(state)
                     .filter(|h| h.name != host)

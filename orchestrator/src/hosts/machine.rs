@@ -45,6 +45,8 @@ pub struct Machine {
     workload: WorkloadConfig,
     /// [`test_delay`].
     delay: Duration,
+    /// A VM on this machine (whose pressure is this machine's), not one reached over SSH.
+    local: bool,
 }
 
 impl Machine {
@@ -52,6 +54,7 @@ impl Machine {
     pub fn new(host: Host, workload: &WorkloadConfig) -> Machine {
         let name = host.name().to_owned();
         Machine {
+            local: matches!(host, Host::Qemu(_)),
             delay: test_delay(&name),
             name,
             host: tokio::sync::Mutex::new(host),
@@ -63,6 +66,11 @@ impl Machine {
 impl TestHost for Machine {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn pressure(&self) -> Option<super::pressure::Snapshot> {
+        // A qemu VM runs on this machine: its neighbours are this machine's.
+        self.local.then(super::pressure::Snapshot::now)
     }
 
     fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {

@@ -16,6 +16,10 @@ pub struct BootRecord {
     pub host: String,
     /// How it ended.
     pub outcome: BootOutcome,
+    /// How busy the machine of a local host was during it ([`Event::BootPressure`]).
+    ///
+    /// [`Event::BootPressure`]: crate::journal::Event::BootPressure
+    pub pressure: Option<crate::hosts::pressure::HostPressure>,
 }
 
 /// One drift check of the good endpoint.

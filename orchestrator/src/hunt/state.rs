@@ -192,6 +192,7 @@ impl HuntState {
                         started,
                         host: host.clone(),
                         outcome: outcome.clone(),
+                        pressure: None,
                     });
                 self.boots_since_verdict += 1;
             }
@@ -212,6 +213,7 @@ impl HuntState {
                             started,
                             host: b.host.clone(),
                             outcome: b.outcome.clone(),
+                            pressure: None,
                         });
                 }
             }
@@ -305,6 +307,20 @@ impl HuntState {
             Event::Finished { end } => self.end = Some(end.clone()),
             Event::Range(r) => self.range = Some(r.clone()),
             Event::Pruned(p) => self.pruned = Some(p.clone()),
+            Event::BootPressure {
+                commit,
+                boot,
+                host,
+                pressure,
+            } => {
+                if let Some(r) = self.boots.get_mut(commit).and_then(|b| {
+                    b.iter_mut()
+                        .rev()
+                        .find(|r| r.boot == *boot && r.host == *host)
+                }) {
+                    r.pressure = Some(*pressure);
+                }
+            }
             Event::HostRetired { host, reason } => {
                 self.retired.push((host.clone(), reason.clone()))
             }
@@ -815,5 +831,66 @@ mod tests {
         assert!(s.running.is_empty());
         assert_eq!(s.in_flight().as_deref(), Some("boot 1 of a on vm1"));
         assert_eq!(s.next_boot_number("a"), 3);
+    }
+
+    /// A boot's pressure lands on its record, and a pool is aligned on its reference host.
+    #[test]
+    fn a_boot_s_pressure_lands_on_its_record_and_a_pool_s_levels_are_aligned() {
+        use crate::hosts::pressure::HostPressure;
+        let mut s = HuntState::default();
+        let measured = |value: f64| BootOutcome::Measured {
+            kernel_release: "r".into(),
+            boot_id: "b".into(),
+            value,
+            result: firstbad_wire::WorkloadResult::empty("fsync-latency", 1.0),
+            console: "c".into(),
+            boot_seconds: 1.0,
+        };
+        let boot = |s: &mut HuntState, c: &str, n: u32, h: &str, v: f64| {
+            s.apply(&Event::BootStarted {
+                commit: c.into(),
+                boot: n,
+                host: h.into(),
+            });
+            s.apply(&Event::BootFinished {
+                commit: c.into(),
+                boot: n,
+                host: h.into(),
+                outcome: measured(v),
+            });
+        };
+        // One host: values as measured.
+        boot(&mut s, "good", 1, "vm1", 4.0);
+        boot(&mut s, "good", 2, "vm1", 4.4);
+        assert!(s.host_offsets().is_empty());
+        assert_eq!(s.values("good"), vec![4.0, 4.4]);
+        let p = HostPressure {
+            cpu: Some(0.5),
+            io: Some(0.1),
+            memory: None,
+            seconds: 12.0,
+        };
+        s.apply(&Event::BootPressure {
+            commit: "good".into(),
+            boot: 2,
+            host: "vm1".into(),
+            pressure: p,
+        });
+        assert_eq!(s.boots["good"][1].pressure, Some(p));
+        assert_eq!(s.boots["good"][0].pressure, None);
+        // A second host twice as slow: read on vm1's level, reported as measured.
+        boot(&mut s, "good", 3, "vm2", 8.0);
+        boot(&mut s, "good", 4, "vm2", 8.8);
+        boot(&mut s, "bad", 1, "vm1", 40.0);
+        boot(&mut s, "bad", 2, "vm2", 80.0);
+        let offsets = s.host_offsets();
+        assert_eq!(offsets.len(), 1);
+        assert!((offsets[0].1 - 2f64.ln()).abs() < 1e-9, "{offsets:?}");
+        let aligned = s.values("good");
+        assert!(
+            (aligned[2] - 4.0).abs() < 1e-9 && (aligned[3] - 4.4).abs() < 1e-9,
+            "{aligned:?}"
+        );
+        assert_eq!(s.raw_values("good"), vec![4.0, 4.4, 8.0, 8.8]);
     }
 }

@@ -254,6 +254,19 @@ pub enum Event {
         /// The error, for a person.
         reason: String,
     },
+    /// How busy the machine a local host runs on was during a boot ([`crate::hosts::pressure`]):
+    /// journalled right after the boot's [`Event::BootFinished`], for the reports and for
+    /// reading the boot against its neighbours' load.
+    BootPressure {
+        /// The commit.
+        commit: String,
+        /// Its boot number.
+        boot: u32,
+        /// The host.
+        host: String,
+        /// The stalled shares of the boot's window.
+        pressure: crate::hosts::pressure::HostPressure,
+    },
     /// A host's write-ahead record of a boot under way ([`crate::exec::checkpoint`]): a farm
     /// writes one with its token before it submits the job, then one with the id the farm gave
     /// it, so that a resumed hunt takes the boot up again (the last checkpoint goes back to the
