@@ -275,9 +275,10 @@ fn firstbad_run_names_every_step_of_a_two_step_regression() {
 
 /// Issue 55: the product's loop on this machine's real noise, no boot: `recorded` replays
 /// tests/corpus/ (chain's hunt beside the fast tier, a busy neighbour: σ 49% on the log scale,
-/// a good kernel's boot at 63.8 ms where its centre is 15). A regression of the demo's size on
-/// that recording (Δ/σ 4.5: its source stage's ends) is named and confirmed in every history,
-/// as the kernel tests ask of the demo, and no wrong commit is confirmed.
+/// a good kernel's boot at 63.8 ms where its centre is 15; the pool's two VMs beside each
+/// other). A regression of the demo's size on the first (Δ/σ 4.5: its source stage's ends) is
+/// named and confirmed in every history, as the kernel tests ask of the demo, and no wrong
+/// commit is confirmed.
 #[test]
 fn on_recorded_noise_a_demo_sized_regression_is_named_and_confirmed_every_time() {
     let c = Cell {
@@ -292,11 +293,11 @@ fn on_recorded_noise_a_demo_sized_regression_is_named_and_confirmed_every_time()
     assert_eq!(r.wrong_confirmed, Some(0.0), "{r:?}");
 }
 
-/// Issue 56's figure on real noise, kept from going back: at Δ/σ 2 on the recording of a busy
-/// neighbour `firstbad run` is right 70% here (seed 4; 87% on seed 4242: the recording is 38
-/// boots, so where each history starts in it weighs more than 100 histories' sampling error)
-/// and states what it gets (71.8% claimed). Wrong and confirmed is 1%; the aim is ≤ 1% on
-/// every host, so more than 3% here fails.
+/// Issue 56's figure on real noise, kept from going back: at Δ/σ 2 on the recordings (a busy
+/// neighbour; two VMs beside each other) `firstbad run` is right 65% here (seed 4; 70% on seed
+/// 4242: the recordings are 38 and 54 boots, so where each history starts in them weighs more
+/// than 100 histories' sampling error) and states what it gets (65.3% claimed). Wrong and
+/// confirmed is 1%; the aim is ≤ 1% on every host, so more than 3% here fails.
 #[test]
 fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence() {
     let c = Cell {
@@ -306,7 +307,7 @@ fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence()
         shape: Shape::OneCulprit,
     };
     let r = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
-    assert!(r.accuracy >= 0.65, "{r:?}");
+    assert!(r.accuracy >= 0.6, "{r:?}");
     calibrated(&r);
     assert!(r.wrong_confirmed.expect("re-tests") <= 0.03, "{r:?}");
 }

@@ -244,10 +244,16 @@ impl fmt::Display for NoiseSummary {
 
 /// The recordings built into firstbad (`tests/corpus/*.tsv`), which `--noise recorded` and the
 /// fast tier's replay tests read.
-pub const BUILT_IN: &[(&str, &str)] = &[(
-    "chain-beside-fast-tier",
-    include_str!("../../../tests/corpus/chain-beside-fast-tier.tsv"),
-)];
+pub const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "chain-beside-fast-tier",
+        include_str!("../../../tests/corpus/chain-beside-fast-tier.tsv"),
+    ),
+    (
+        "pool-two-vms",
+        include_str!("../../../tests/corpus/pool-two-vms.tsv"),
+    ),
+];
 
 /// The built-in recordings, parsed; a malformed one is a bug of the repository (its test,
 /// `every_built_in_corpus_parses`, says which).
