@@ -160,3 +160,37 @@ fn every_sample_config_is_valid() {
     }
     assert!(seen >= 11, "{seen} files in {}", dir.display());
 }
+
+/// Issue 61, finding 4: `classify.alpha = 1e-30` was inside (0, 0.5) and turned a +97%
+/// regression at Δ/σ 134 into exit 3, "not reproduced": 64 boots of each endpoint can never
+/// give a p-value that small. An alpha below what the boot caps can reach is refused at load,
+/// naming the field, its value in a short form and the smallest alpha that can work.
+#[test]
+fn an_alpha_the_boot_caps_can_never_reach_exits_2_naming_the_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = hunt_file(
+        dir.path(),
+        "command = \"echo '{\\\"ms\\\": 1}'\"\nmetric = \"ms\"\n\n[classify]\nalpha = 1e-30",
+    );
+    let (code, err) = run_bad(&hunt);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("classify.alpha")
+            && err.contains("1e-30")
+            && err.contains("max_baseline_boots")
+            && !err.contains("0.0000000000"),
+        "{err}"
+    );
+    // Fewer boots at the last look raise the floor: 8 boots each cannot reach 1e-4.
+    std::fs::create_dir(dir.path().join("b")).unwrap();
+    let hunt = hunt_file(
+        &dir.path().join("b"),
+        "command = \"echo '{\\\"ms\\\": 1}'\"\nmetric = \"ms\"\n\n[classify]\nalpha = 1e-4\nmax_baseline_boots = 8",
+    );
+    let (code, err) = run_bad(&hunt);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("classify.alpha") && err.contains("0.0001"),
+        "{err}"
+    );
+}
