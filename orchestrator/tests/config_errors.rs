@@ -194,3 +194,42 @@ fn an_alpha_the_boot_caps_can_never_reach_exits_2_naming_the_floor() {
         "{err}"
     );
 }
+
+/// Issue 61, finding 7: a CR or LF in `reported_by`, `bisected_by` or `[test] metric` was
+/// accepted and wrote lines of its own into the e-mail report (a `Bcc:` in the body); a
+/// control character in them is refused at load, naming the field.
+#[test]
+fn a_line_break_in_a_trailer_or_the_metric_exits_2_naming_the_field() {
+    let metric = "command = \"true\"\nmetric = \"ms\"";
+    for (field, test, report) in [
+        (
+            "report.reported_by",
+            metric,
+            "reported_by = \"Rita <r@example.org>\\r\\nBcc: all@example.org\"",
+        ),
+        (
+            "report.bisected_by",
+            metric,
+            "bisected_by = \"Bea <b@example.org>\\nBcc: all@example.org\"",
+        ),
+        (
+            "test.metric",
+            "command = \"true\"\nmetric = \"ms\\r\\nBcc: all@example.org\"",
+            "",
+        ),
+        (
+            "test.metric",
+            "command = \"true\"\nmetric = \"ms\\u001b[2J\"",
+            "",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let hunt = hunt_file(dir.path(), &format!("{test}\n\n[report]\n{report}"));
+        let (code, err) = run_bad(&hunt);
+        assert_eq!(code, Some(2), "{field}: {err}");
+        assert!(
+            err.contains(field) && err.contains("control character"),
+            "{err}"
+        );
+    }
+}

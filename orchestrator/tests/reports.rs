@@ -1221,3 +1221,45 @@ fn bundle_files_hold_no_injected_line_no_collision_and_no_host_secret() {
         );
     }
 }
+
+/// Issue 61, finding 7: `web_link = "javascript:…"` became a live link in the HTML report,
+/// and ESC and other control bytes from subjects and a command's units reached the page raw.
+/// Only an http(s) link is live; a control character is shown as U+FFFD.
+#[test]
+fn only_http_links_are_live_and_no_control_byte_reaches_the_html_report() {
+    let f = fixture();
+    let (mut r, commits, id, _) = build_report(&f);
+    let range = commits.range(&id.good, &id.bad);
+    let culprit = r.first_bad.as_mut().expect("the fixture's culprit");
+    culprit.link = Some("javascript:alert(document.cookie)//".into());
+    culprit.subject = "mm: \x1b[2J\x07\x08\u{9b}31m cleared".into();
+    r.bad.subject = "bad \x1b]0;title\x07".into();
+    r.metric = "ms\x1b[31m".into();
+    for c in r.commits.iter_mut() {
+        c.subject = format!("{}\x1b[1m\r\x0c", c.subject);
+    }
+    if let Some(g) = r.regression.as_mut() {
+        g.unit = "ms\x1b[5m".into();
+    }
+    let html = report::html::html(&r, range.as_deref());
+    assert!(
+        !html.contains("href=\"javascript:"),
+        "a javascript: link is live in the page"
+    );
+    assert!(
+        html.contains("javascript:alert(document.cookie)//"),
+        "the link shown as text"
+    );
+    let controls: Vec<char> = html
+        .chars()
+        .filter(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+        .collect();
+    assert!(controls.is_empty(), "{controls:?} in the page");
+    // An https link stays a link.
+    r.first_bad.as_mut().unwrap().link = Some("https://git.example.org/c/1".into());
+    let html = report::html::html(&r, range.as_deref());
+    assert!(
+        html.contains("<a href=\"https://git.example.org/c/1\">"),
+        "the https link"
+    );
+}

@@ -74,6 +74,10 @@ fn measure(
              \"real_time\" (Google Benchmark) or a key of the JSON line the command prints",
         ));
     }
+    v.one_line("test.metric", &field)?;
+    if let Some(b) = &benchmark {
+        v.one_line("test.metric.benchmark", b)?;
+    }
     let format = crate::metric::Format::from_hunt_file(
         test.format.as_deref(),
         test.pattern.as_deref(),
