@@ -233,3 +233,83 @@ fn a_line_break_in_a_trailer_or_the_metric_exits_2_naming_the_field() {
         );
     }
 }
+
+/// `firstbad <args>` given at most 20 s: its exit code and stderr, or a failure naming what
+/// still ran.
+fn run_within_20_s(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .args(args)
+        .env("FIRSTBAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("firstbad runs");
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            return (status.code(), err);
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("firstbad {args:?} still running after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Issue 61, finding 5: a FIFO as the hunt file, the series file or a workload file hung
+/// `run`, `report` and `watch` (opening it waits for a writer), and `build.config` on a FIFO
+/// said "does not exist". Each is refused at once as not a regular file, exit 2.
+#[test]
+fn a_fifo_for_a_hunt_series_workload_or_config_file_exits_2_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    repo(dir.path());
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    for cmd in ["run", "report", "status", "watch"] {
+        let (code, err) = run_within_20_s(&[cmd.as_ref(), fifo.as_os_str()]);
+        assert_eq!(code, Some(2), "{cmd} <a FIFO>: {err}");
+        assert!(
+            err.contains("fifo") && err.contains("not a regular file"),
+            "{cmd}: {err}"
+        );
+    }
+    std::fs::write(dir.path().join("kernel.config"), "CONFIG_64BIT=y\n").unwrap();
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "kind = \"fsync-latency\"\nwriters = 1\nwriter_bytes = 400000000\nwriter_block_bytes = 1048576\nappend_bytes = 4096\nfsyncs = 40\ninterval_ms = 0\n",
+    )
+    .unwrap();
+    for (field, config, workload) in [
+        ("workload.file", "kernel.config", "fifo"),
+        ("build.config", "fifo", "w.toml"),
+    ] {
+        let hunt = dir.path().join(format!("{}.toml", field.replace('.', "-")));
+        std::fs::write(
+            &hunt,
+            format!(
+                "[hunt]\nname = \"h\"\nrepo = \"repo\"\ngood = \"good\"\nbad = \"bad\"\n\n\
+                 [build]\nconfig = \"{config}\"\n\n[[hosts]]\nkind = \"qemu\"\n\n\
+                 [workload]\nfile = \"{workload}\"\nmetric = \"fsync_latency_p50_ms\"\n"
+            ),
+        )
+        .unwrap();
+        for cmd in ["run", "report"] {
+            let (code, err) = run_within_20_s(&[cmd.as_ref(), hunt.as_os_str()]);
+            assert_eq!(code, Some(2), "{cmd}, {field} a FIFO: {err}");
+            assert!(
+                err.contains(field) && err.contains("not a regular file"),
+                "{cmd}, {field} a FIFO: {err}"
+            );
+        }
+    }
+}

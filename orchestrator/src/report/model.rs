@@ -501,7 +501,11 @@ impl Report {
             trailers.push(format!("Closes: {c}"));
         }
         // Read once: the reproduction carries its text, the e-mail its settings.
-        let workload = std::fs::read_to_string(ctx.workload_file).ok();
+        // A regular file of a hunt file's size at most: a FIFO would hang the report.
+        let workload = crate::files::open_regular(ctx.workload_file)
+            .and_then(|f| crate::files::read_capped(f, crate::config::MAX_FILE_BYTES as u64))
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
         let workload_parameters = workload
             .iter()
             .flat_map(|text| text.lines())
