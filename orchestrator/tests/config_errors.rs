@@ -313,3 +313,19 @@ fn a_fifo_for_a_hunt_series_workload_or_config_file_exits_2_at_once() {
         }
     }
 }
+
+/// Issue 61, finding 6: `test.output = "."` or `"d/"` names a directory, never a result file,
+/// and ended every run with exit 5, "rerun to resume". Refused at load, naming the field.
+#[test]
+fn a_test_output_that_names_a_directory_exits_2() {
+    for output in [".", "d/", "./", "d/.", ""] {
+        let dir = tempfile::tempdir().unwrap();
+        let hunt = hunt_file(
+            dir.path(),
+            &format!("command = \"true\"\nmetric = \"ms\"\noutput = {output:?}"),
+        );
+        let (code, err) = run_bad(&hunt);
+        assert_eq!(code, Some(2), "{output:?}: {err}");
+        assert!(err.contains("test.output"), "{output:?}: {err}");
+    }
+}
