@@ -453,6 +453,10 @@ pub struct Series {
     pub unit: String,
     /// The samples, in the order they were taken.
     pub samples: Vec<f64>,
+    /// How many samples the run gave, when `samples` keeps only some of them (a metric
+    /// command hunt keeps at most a few thousand of a run, evenly spaced); `None`: all kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
 }
 
 /// An error answer from the agent.
@@ -517,6 +521,7 @@ mod tests {
                 Series {
                     unit: "ms".into(),
                     samples: vec![1.0, f64::NAN, 2.0, f64::INFINITY],
+                    count: None,
                 },
             )]),
             metrics: BTreeMap::from([("a".to_owned(), 1.0), ("b".to_owned(), f64::NAN)]),

@@ -129,6 +129,7 @@ fn summarize(values: BTreeMap<String, Vec<f64>>, duration: Duration) -> Workload
             Series {
                 unit: String::new(),
                 samples,
+                count: None,
             },
         );
     }

@@ -149,6 +149,9 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             esc(&g.series), esc(&g.interval_method)
         );
     }
+    if let Some(k) = &r.samples_kept {
+        let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(&k.words()));
+    }
     let _ = writeln!(
         o,
         "<h2 id=\"path\">Bisection path</h2><figure class=\"plot\" id=\"plot-path\">{}</figure>",
