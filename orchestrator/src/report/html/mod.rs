@@ -150,7 +150,7 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
         );
     }
     if let Some(k) = &r.samples_kept {
-        let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(&k.words()));
+        let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(k.words()));
     }
     let _ = writeln!(
         o,
