@@ -142,25 +142,9 @@ pub struct Reading {
     pub format: &'static str,
 }
 
-/// The most sub-samples a run keeps (issue 61, finding 2: a command printing 1,000,000 values
-/// a run took `firstbad run` to 989 MB and the journal to 104 MB in 18 runs, and `report
-/// --format json` to 814 s). The run's value is computed from all of them first; these are
-/// what the reports plot and pool, 4096 being more than any tool's repetitions (hyperfine's
-/// and criterion's are tens to hundreds) and about 30 KB of JSON a run.
-pub const KEPT_SAMPLES: usize = 4096;
-
-/// At most [`KEPT_SAMPLES`] of `samples`, evenly spaced in the order they were taken (the
-/// same ones every time), and how many there were when some were left out.
-pub fn kept(samples: Vec<f64>) -> (Vec<f64>, Option<u64>) {
-    let n = samples.len();
-    if n <= KEPT_SAMPLES {
-        return (samples, None);
-    }
-    let kept = (0..KEPT_SAMPLES)
-        .map(|i| samples[i * n / KEPT_SAMPLES])
-        .collect();
-    (kept, Some(n as u64))
-}
+/// The most sub-samples a run keeps ([`firstbad_wire::Series::bounded`]; issue 61, finding
+/// 2): the run's value is computed from all of them first.
+pub const KEPT_SAMPLES: usize = firstbad_wire::KEPT_SAMPLES;
 
 /// The largest file read for a metric (a result file, criterion's files beside it): benchmark
 /// tools write kilobytes; a runaway log must not take the controller's memory.
@@ -367,11 +351,14 @@ mod tests {
 
     #[test]
     fn kept_samples_are_evenly_spaced_and_at_most_the_bound() {
+        use firstbad_wire::Series;
         let few: Vec<f64> = (0..KEPT_SAMPLES).map(|i| i as f64).collect();
-        assert_eq!(kept(few.clone()), (few, None));
+        let s = Series::bounded("ms".into(), few.clone());
+        assert_eq!((s.samples, s.count), (few, None));
         let many: Vec<f64> = (0..1_000_000).map(|i| i as f64).collect();
-        let (k, count) = kept(many);
-        assert_eq!((k.len(), count), (KEPT_SAMPLES, Some(1_000_000)));
+        let s = Series::bounded("ms".into(), many);
+        assert_eq!((s.samples.len(), s.count), (KEPT_SAMPLES, Some(1_000_000)));
+        let k = &s.samples;
         assert_eq!((k[0], k[1], k[KEPT_SAMPLES - 1]), (0.0, 244.0, 999_755.0));
     }
 
