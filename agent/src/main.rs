@@ -77,15 +77,36 @@ struct Common {
     run_memory_mb: Option<u64>,
 }
 
+/// The most of a `--token-file` read: a token is one line (the orchestrator's LAVA token
+/// file has the same bound).
+const MAX_TOKEN_FILE_BYTES: usize = 4096;
+
 impl Common {
     /// The token from --token or --token-file, trimmed; never empty.
     fn token(&self) -> anyhow::Result<String> {
         let token = match (&self.token, &self.token_file) {
             (Some(token), _) => token.trim().to_owned(),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .with_context(|| format!("--token-file {}: cannot read", path.display()))?
-                .trim()
-                .to_owned(),
+            (None, Some(path)) => {
+                use oneshot::SmallFileError;
+                let shown = path.display();
+                let bytes = oneshot::read_small_file(path, MAX_TOKEN_FILE_BYTES).map_err(|e| {
+                    anyhow::anyhow!(match e {
+                        SmallFileError::NotRegular(what) => format!(
+                            "--token-file {shown}: {what}, not a regular file: give the file \
+                             holding the token"
+                        ),
+                        SmallFileError::TooLarge => format!(
+                            "--token-file {shown}: more than {MAX_TOKEN_FILE_BYTES} bytes: a \
+                             token is one line"
+                        ),
+                        SmallFileError::Io(e) => format!("--token-file {shown}: cannot read: {e}"),
+                    })
+                })?;
+                String::from_utf8(bytes)
+                    .with_context(|| format!("--token-file {shown}: not UTF-8 text"))?
+                    .trim()
+                    .to_owned()
+            }
             (None, None) => bail!("give --token-file or --token"),
         };
         if token.is_empty() {

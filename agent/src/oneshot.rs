@@ -117,20 +117,50 @@ fn check_and_run(args: &RunArgs) -> Result<WorkloadResult, String> {
 /// for good (issue 32, finding 5). It is opened without waiting (`O_NONBLOCK`: a FIFO
 /// without a writer would block the open itself) and its type checked before any read.
 fn read_workload(path: &Path) -> Result<Workload, String> {
+    let shown = path.display();
+    let limit = server::BODY_LIMIT;
+    let bytes = read_small_file(path, limit).map_err(|e| match e {
+        SmallFileError::TooLarge => format!(
+            "--workload {shown}: more than {limit} bytes, the most a workload may have (one is \
+             a few hundred bytes of JSON)"
+        ),
+        SmallFileError::NotRegular(what) => format!(
+            "--workload {shown}: {what}, not a regular file: give the file holding the \
+             workload's JSON"
+        ),
+        SmallFileError::Io(e) => format!("--workload {shown}: cannot read: {e}"),
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| format!("--workload {shown}: not a workload: not UTF-8 text ({e})"))?;
+    serde_json::from_str(&text).map_err(|e| format!("--workload {shown}: not a workload: {e}"))
+}
+
+/// Why [`read_small_file`] read nothing.
+#[derive(Debug)]
+pub(crate) enum SmallFileError {
+    /// It is not a regular file: what it is ("a FIFO").
+    NotRegular(&'static str),
+    /// It holds more than the bound.
+    TooLarge,
+    /// The system refused.
+    Io(std::io::Error),
+}
+
+/// The bytes of `path`, a regular file of at most `limit` bytes. It is opened without
+/// waiting (`O_NONBLOCK`: a FIFO without a writer would block the open itself) and its type
+/// checked before any read; at most `limit + 1` bytes are read (issue 32, finding 5: the
+/// workload; issue 61, finding 5: `--token-file /dev/zero` was read until out of memory).
+pub(crate) fn read_small_file(path: &Path, limit: usize) -> Result<Vec<u8>, SmallFileError> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let shown = path.display();
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("--workload {shown}: cannot read: {e}"))?;
-    let kind = file
-        .metadata()
-        .map_err(|e| format!("--workload {shown}: cannot read: {e}"))?
-        .file_type();
+        .map_err(SmallFileError::Io)?;
+    let kind = file.metadata().map_err(SmallFileError::Io)?.file_type();
     if !kind.is_file() {
-        let what = if kind.is_dir() {
+        return Err(SmallFileError::NotRegular(if kind.is_dir() {
             "a directory"
         } else if kind.is_fifo() {
             "a FIFO"
@@ -142,26 +172,16 @@ fn read_workload(path: &Path) -> Result<Workload, String> {
             "a socket"
         } else {
             "not a file"
-        };
-        return Err(format!(
-            "--workload {shown}: {what}, not a regular file: give the file holding the \
-             workload's JSON"
-        ));
+        }));
     }
-    let limit = server::BODY_LIMIT;
     let mut bytes = Vec::new();
     file.take(limit as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("--workload {shown}: cannot read: {e}"))?;
+        .map_err(SmallFileError::Io)?;
     if bytes.len() > limit {
-        return Err(format!(
-            "--workload {shown}: more than {limit} bytes, the most a workload may have (one is \
-             a few hundred bytes of JSON)"
-        ));
+        return Err(SmallFileError::TooLarge);
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|e| format!("--workload {shown}: not a workload: not UTF-8 text ({e})"))?;
-    serde_json::from_str(&text).map_err(|e| format!("--workload {shown}: not a workload: {e}"))
+    Ok(bytes)
 }
 
 /// Prints `lines` on stdout, flushing after each, so that a console sees whole lines.

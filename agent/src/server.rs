@@ -410,6 +410,7 @@ mod tests {
             firstbad_wire::Series {
                 unit: "ms".to_owned(),
                 samples: vec![1.0; samples],
+                count: None,
             },
         );
         result

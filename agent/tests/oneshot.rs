@@ -252,3 +252,55 @@ fn a_workload_that_is_not_a_small_regular_file_is_refused_without_reading_it() {
         );
     }
 }
+
+/// Issue 61, finding 5: `--token-file /dev/zero` was read until the agent ran out of memory,
+/// and a FIFO waited for a writer for good. Only a small regular file is read as the token.
+#[test]
+fn a_token_file_that_is_not_a_small_regular_file_is_refused_without_reading_it() {
+    let setup = Setup::new(&small_run().to_string());
+    let dir = setup.dir.path();
+    let fifo = dir.join("token.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let big = dir.join("big-token");
+    std::fs::write(&big, "x".repeat(1 << 20)).expect("big");
+    // The FIFO first: before the fix it hangs, where /dev/zero would take the memory.
+    for (path, expected) in [
+        (fifo.as_path(), "a FIFO, not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "a character device, not a regular file",
+        ),
+        (big.as_path(), "more than 4096 bytes"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+            .arg("run")
+            .arg("--workload")
+            .arg(dir.join("workload.json"))
+            .arg("--scratch")
+            .arg(setup.scratch())
+            .arg("--token-file")
+            .arg(path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run firstbad-agent");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("--token-file {}: still reading after 20 s", path.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().expect("output");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{}: {err}", path.display());
+        assert!(
+            err.contains(expected) && err.contains(&path.display().to_string()),
+            "{}: {err}",
+            path.display()
+        );
+    }
+}

@@ -110,10 +110,18 @@ pub fn read_capped(file: File, limit: u64) -> Result<Vec<u8>, FileError> {
 /// `file` when it is a regular file, else what it is.
 fn regular(file: File) -> Result<File, FileError> {
     let kind = file.metadata()?.file_type();
-    if kind.is_file() {
-        return Ok(file);
+    match not_regular(kind) {
+        None => Ok(file),
+        Some(kind) => Err(FileError::NotRegular { kind }),
     }
-    let kind = if kind.is_dir() {
+}
+
+/// What a file of type `kind` is ("a FIFO") when it is not a regular file.
+pub fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        return None;
+    }
+    Some(if kind.is_dir() {
         "a directory"
     } else if kind.is_fifo() {
         "a FIFO"
@@ -125,8 +133,7 @@ fn regular(file: File) -> Result<File, FileError> {
         "a socket"
     } else {
         "not a file"
-    };
-    Err(FileError::NotRegular { kind })
+    })
 }
 
 /// The directory holding `rel`'s last component, opened from `root` one component at a time

@@ -20,6 +20,16 @@ pub const MAIL_LINE_BYTES: usize = 998;
 /// [`MAIL_LINE_BYTES`] even when each character takes 4 bytes.
 pub const SUBJECT_CHARS: usize = 120;
 
+/// A number for a message in a short form: `1e-30`, not 0. followed by 29 zeros and a 1
+/// (issue 61, finding 4: an alpha was printed with 300 digits).
+pub fn number(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-4 || x.abs() >= 1e15 {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Whether `c` would do something on a terminal instead of being shown: C0 (ESC among
 /// them), DEL and C1.
 fn is_control(c: char) -> bool {

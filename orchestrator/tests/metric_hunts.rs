@@ -915,3 +915,75 @@ fn a_regression_in_two_steps_gives_both_culprits_in_one_run_across_a_kill_9() {
     assert_eq!((code, again.as_str()), (0, out.as_str()));
     assert_eq!(stage_events("step-2").len(), events);
 }
+
+/// Issue 61, finding 2: a command printing 1,000,000 values a run (14 MB, inside the 64 MiB
+/// read) took `firstbad run` to 989 MB of memory and the journal to 104 MB in 18 runs;
+/// `report --format json` then took 814 s. A run keeps its value (the mean of ALL its values,
+/// so verdicts do not change) and at most `KEPT_SAMPLES` of them, evenly spaced; the reports
+/// say how many of how many.
+#[test]
+fn a_run_of_a_million_values_keeps_a_bounded_sample_and_the_reports_say_so() {
+    let values: Vec<&str> = (0..6).map(|i| if i >= 3 { "130" } else { "100" }).collect();
+    let r = Repo::with_files(&values, &[], |_, repo| {
+        std::fs::write(
+            repo.join("bench.sh"),
+            "#!/bin/sh\nawk -v v=\"$(cat VALUE)\" -v r=\"${FIRSTBAD_RUN:-0}\" 'BEGIN { for (i = 0; \
+             i < 1000000; i++) printf \"{\\\"ms\\\": %d.%d}\\n\", v, (i + r) % 7 }'\n",
+        )
+        .unwrap();
+    });
+    let hunt = r.hunt("");
+    let (code, out, err) = run(&hunt);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("first bad commit: {}", &r.ids[3][..12])),
+        "{out}"
+    );
+    let runs: usize = r.ids.iter().map(|c| r.runs_of(c).len()).sum();
+    let journal: u64 = std::fs::read_dir(r.path().join("state"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("journal.sqlite")
+        })
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    // 4096 values of a run as JSON are about 30 KB; before, 5.8 MB.
+    assert!(
+        journal < 100_000 * runs as u64 + 1_000_000,
+        "the journal holds {journal} bytes after {runs} runs"
+    );
+    // Every run's value is the mean of all its million values: 100.3 or 130.3, whatever
+    // was kept.
+    for c in &r.ids {
+        for o in r.runs_of(c) {
+            let BootOutcome::Measured { value, result, .. } = o else {
+                panic!("a failed run: {o:?}")
+            };
+            let tenths = (value * 10.0).round();
+            assert!(
+                tenths == 1003.0 || tenths == 1303.0,
+                "a run's value {value}"
+            );
+            let series = &result.series["ms"];
+            assert_eq!(series.samples.len(), firstbad::metric::KEPT_SAMPLES);
+            assert_eq!(series.count, Some(1_000_000));
+        }
+    }
+    for format in ["json", "markdown", "html"] {
+        let out = firstbad(&["report", &hunt.display().to_string(), "--format", format]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("kept 4,096 of 1,000,000 samples"),
+            "{format}: {}",
+            text.chars().take(3000).collect::<String>()
+        );
+    }
+}

@@ -1002,7 +1002,7 @@ fn a_reproduce_bundle_holds_a_hunt_file_of_the_culprit_and_its_parent_that_loads
         std::fs::read_to_string(dir.join("kernel.config")).unwrap(),
         "CONFIG_64BIT=y\n"
     );
-    assert!(std::fs::read_to_string(dir.join("fsync.toml"))
+    assert!(std::fs::read_to_string(dir.join("workload.toml"))
         .unwrap()
         .contains("kind = \"fsync-latency\""));
     let script = std::fs::read_to_string(dir.join("reproduce.sh")).unwrap();
@@ -1028,7 +1028,7 @@ fn a_reproduce_bundle_holds_a_hunt_file_of_the_culprit_and_its_parent_that_loads
     for name in [
         "hunt.toml",
         "kernel.config",
-        "fsync.toml",
+        "workload.toml",
         "reproduce.sh",
         "report.txt",
     ] {
@@ -1037,4 +1037,229 @@ fn a_reproduce_bundle_holds_a_hunt_file_of_the_culprit_and_its_parent_that_loads
             "{listing}"
         );
     }
+}
+
+/// `firstbad report` with `args` on the fixture's hunt file: its exit code and stderr.
+fn firstbad_report(f: &Fixture, args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
+        .arg("report")
+        .arg(&f.cfg.source)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 61, finding 1: `--bundle .` in the hunt's directory replaced the operator's hunt.toml
+/// and truncated kernel.config to 0 bytes, `--bundle workloads` truncated the workload file
+/// (`fs::copy` onto itself), and links in DIR and at DIR.tar were followed; all exit 0. A
+/// bundle is made in a new directory, its files and DIR.tar created new, through no link.
+#[test]
+fn a_bundle_is_made_in_a_new_directory_and_never_writes_through_what_is_there() {
+    let f = fixture();
+    let home = f.cfg.source.parent().unwrap().to_owned();
+    let files = ["hunt.toml", "kernel.config", "fsync.toml"];
+    let before: Vec<Vec<u8>> = files
+        .iter()
+        .map(|n| std::fs::read(home.join(n)).unwrap())
+        .collect();
+    let unchanged = |what: &str| {
+        for (n, b) in files.iter().zip(&before) {
+            assert_eq!(
+                &std::fs::read(home.join(n)).unwrap(),
+                b,
+                "{what}: {n} changed"
+            );
+        }
+    };
+    // The hunt's own directory, which holds the hunt file, the config and the workload.
+    let (code, stderr) = firstbad_report(&f, &["--bundle".as_ref(), home.as_os_str()]);
+    assert_eq!(code, Some(2), "--bundle <the hunt's directory>: {stderr}");
+    assert!(
+        stderr.contains(&home.display().to_string()) && stderr.contains("exists"),
+        "{stderr}"
+    );
+    unchanged("--bundle <the hunt's directory>");
+    // A link to a directory is an existing DIR too.
+    let link = home.join("linked-bundle");
+    std::os::unix::fs::symlink(&home, &link).unwrap();
+    let (code, stderr) = firstbad_report(&f, &["--bundle".as_ref(), link.as_os_str()]);
+    assert_eq!(code, Some(2), "--bundle <a link to a directory>: {stderr}");
+    unchanged("--bundle <a link to a directory>");
+    // DIR.tar a link to someone's file: refused, the file untouched, no DIR left behind.
+    let victim = home.join("victim.txt");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let dir = home.join("new-bundle");
+    std::os::unix::fs::symlink(&victim, home.join("new-bundle.tar")).unwrap();
+    let (code, stderr) = firstbad_report(&f, &["--bundle".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, Some(2), "DIR.tar a link: {stderr}");
+    assert!(stderr.contains("new-bundle.tar"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+    assert!(
+        !dir.exists(),
+        "a half-made bundle left in {}",
+        dir.display()
+    );
+    // A new directory still gets the whole bundle.
+    let dir = home.join("fresh-bundle");
+    let (code, stderr) = firstbad_report(&f, &["--bundle".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(dir.join("hunt.toml").is_file() && home.join("fresh-bundle.tar").is_file());
+    unchanged("a new bundle");
+}
+
+/// The hunt file `name` in `dir`, the fixture's hunt with `workload` as its workload file and
+/// `hosts` as its `[[hosts]]`, loaded.
+fn hunt_variant(f: &Fixture, dir: &Path, name: &str, workload: &Path, hosts: &str) -> HuntConfig {
+    let home = f.cfg.source.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(
+            "[hunt]\nname = \"dirty-ratio\"\nrepo = {:?}\ngood = \"{}\"\nbad = \"{}\"\n\n\
+             [build]\nconfig = {:?}\n\n{hosts}\n[workload]\nfile = {:?}\n\
+             metric = \"fsync_latency_p50_ms\"\n",
+            f.cfg.repo.display().to_string(),
+            f.ids[0],
+            f.ids[f.ids.len() - 1],
+            home.join("kernel.config").display().to_string(),
+            workload.display().to_string(),
+        ),
+    )
+    .unwrap();
+    HuntConfig::load(&path).unwrap()
+}
+
+/// Issue 61, finding 3: a newline in the workload file's name put shell lines into
+/// reproduce.sh, which ran; one in the hunt file's path put a `[test]` table into the bundle's
+/// hunt.toml; a workload named `kernel.config` replaced the bundle's kernel config; an IPMI
+/// password in `[[hosts]]` went into the file meant for sharing.
+#[test]
+fn bundle_files_hold_no_injected_line_no_collision_and_no_host_secret() {
+    let f = fixture();
+    let home = f.cfg.source.parent().unwrap().to_owned();
+    let workload = std::fs::read_to_string(home.join("fsync.toml")).unwrap();
+    let (parent, culprit) = (&f.ids[CULPRIT - 1], &f.ids[CULPRIT]);
+    let odd_workload = home.join("w\ntouch INJECTED\n.toml");
+    std::fs::write(&odd_workload, &workload).unwrap();
+    let odd_dir = home.join("h\n[test]\ncommand = \"touch INJECTED\"\n#");
+    let hosts = "[[hosts]]\nname = \"lab1\"\nkind = \"ssh\"\naddress = \"root@lab1\"\n\
+                 power_cycle = \"ipmitool -H bmc1 -U admin -P hunter2 chassis power cycle\"\n\
+                 console = \"ipmitool -H bmc1 -U admin -P hunter2 sol activate\"\n";
+    let cfg = hunt_variant(&f, &odd_dir, "hunt.toml", &odd_workload, hosts);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("b");
+    report::bundle::write(&dir, &cfg, parent, culprit, "report\n").unwrap();
+    let script = std::fs::read_to_string(dir.join("reproduce.sh")).unwrap();
+    for line in script.lines() {
+        assert!(
+            line.starts_with('#')
+                || [
+                    "set -e",
+                    "cd \"$(dirname \"$0\")\"",
+                    "exec firstbad reproduce hunt.toml \"$@\""
+                ]
+                .contains(&line)
+                || line == "#!/bin/sh",
+            "a line the bundle did not mean in reproduce.sh: {line:?}\n{script}"
+        );
+    }
+    let text = std::fs::read_to_string(dir.join("hunt.toml")).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    assert!(
+        !table.contains_key("test"),
+        "a [test] table injected:\n{text}"
+    );
+    assert!(
+        !text.contains("hunter2"),
+        "the IPMI password is in the bundle:\n{text}"
+    );
+    assert!(
+        text.contains("power_cycle"),
+        "says what was left out:\n{text}"
+    );
+    let wl = table["workload"]["file"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join(wl)).unwrap(), workload);
+
+    // A workload file named like a bundle file keeps both.
+    let named = home.join("named");
+    std::fs::create_dir(&named).unwrap();
+    for name in ["kernel.config", "hunt.toml", "reproduce.sh", "report.txt"] {
+        std::fs::write(named.join(name), &workload).unwrap();
+        let cfg = hunt_variant(
+            &f,
+            &home.join(format!("h-{name}")),
+            "hunt.toml",
+            &named.join(name),
+            "[[hosts]]\nkind = \"qemu\"\n",
+        );
+        let dir = out.path().join(format!("b-{name}"));
+        report::bundle::write(&dir, &cfg, parent, culprit, "the report\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("kernel.config")).unwrap(),
+            "CONFIG_64BIT=y\n",
+            "workload {name}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("report.txt")).unwrap(),
+            "the report\n"
+        );
+        assert!(std::fs::read_to_string(dir.join("reproduce.sh"))
+            .unwrap()
+            .starts_with("#!/bin/sh"));
+        let table: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("hunt.toml")).unwrap()).unwrap();
+        let wl = table["workload"]["file"].as_str().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(wl)).unwrap(),
+            workload,
+            "workload {name}"
+        );
+    }
+}
+
+/// Issue 61, finding 7: `web_link = "javascript:…"` became a live link in the HTML report,
+/// and ESC and other control bytes from subjects and a command's units reached the page raw.
+/// Only an http(s) link is live; a control character is shown as U+FFFD.
+#[test]
+fn only_http_links_are_live_and_no_control_byte_reaches_the_html_report() {
+    let f = fixture();
+    let (mut r, commits, id, _) = build_report(&f);
+    let range = commits.range(&id.good, &id.bad);
+    let culprit = r.first_bad.as_mut().expect("the fixture's culprit");
+    culprit.link = Some("javascript:alert(document.cookie)//".into());
+    culprit.subject = "mm: \x1b[2J\x07\x08\u{9b}31m cleared".into();
+    r.bad.subject = "bad \x1b]0;title\x07".into();
+    r.metric = "ms\x1b[31m".into();
+    for c in r.commits.iter_mut() {
+        c.subject = format!("{}\x1b[1m\r\x0c", c.subject);
+    }
+    if let Some(g) = r.regression.as_mut() {
+        g.unit = "ms\x1b[5m".into();
+    }
+    let html = report::html::html(&r, range.as_deref());
+    assert!(
+        !html.contains("href=\"javascript:"),
+        "a javascript: link is live in the page"
+    );
+    assert!(
+        html.contains("javascript:alert(document.cookie)//"),
+        "the link shown as text"
+    );
+    let controls: Vec<char> = html
+        .chars()
+        .filter(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+        .collect();
+    assert!(controls.is_empty(), "{controls:?} in the page");
+    // An https link stays a link.
+    r.first_bad.as_mut().unwrap().link = Some("https://git.example.org/c/1".into());
+    let html = report::html::html(&r, range.as_deref());
+    assert!(
+        html.contains("<a href=\"https://git.example.org/c/1\">"),
+        "the https link"
+    );
 }

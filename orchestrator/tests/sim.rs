@@ -325,3 +325,42 @@ fn recorded_noise_replays_the_same_histories_for_the_same_seed() {
     let b = run_cell(Strategy::FirstbadRun, &c, 20, 7);
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
 }
+
+/// Issue 61, finding 8: `--n 0`, `--n 18446744073709551615` and `--replicates 0` panicked;
+/// `--d nan` printed an empty table with exit 0. Each is refused (exit 2) naming the flag.
+#[test]
+fn sim_refuses_counts_and_effects_it_cannot_simulate_with_exit_2() {
+    for (flag, value) in [
+        ("--n", "0"),
+        ("--n", "1"),
+        ("--n", "18446744073709551615"),
+        ("--replicates", "0"),
+        ("--d", "nan"),
+        ("--d", "inf"),
+        ("--d", "0"),
+        ("--d", "-1"),
+        ("--d", "1e300"),
+    ] {
+        let mut args = vec![
+            ("--n", "64"),
+            ("--d", "1"),
+            ("--replicates", "2"),
+            ("--noise", "normal"),
+            ("--shape", "one"),
+            ("--strategy", "git-bisect-1"),
+        ];
+        args.retain(|(f, _)| *f != flag);
+        args.push((flag, value));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_firstbad"))
+            .arg("sim")
+            .args(args.iter().flat_map(|(f, v)| [f, v]))
+            .output()
+            .expect("firstbad runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(
+            err.contains(flag) && err.contains(value) && !err.contains("panicked"),
+            "{flag} {value}: {err}"
+        );
+    }
+}

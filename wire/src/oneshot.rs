@@ -511,6 +511,7 @@ mod tests {
                 Series {
                     unit: "ms".to_owned(),
                     samples: latencies,
+                    count: None,
                 },
             )]),
             metrics,

@@ -114,7 +114,8 @@ pub fn extract(source: &MetricSource, stdout: &str) -> Result<BTreeMap<String, V
 }
 
 /// Each metric is the mean of its values (a script that prints one summary gives that value);
-/// every value is kept as a series.
+/// its values are kept as a series, at most [`firstbad_wire::KEPT_SAMPLES`] of them (issue 61,
+/// finding 2).
 fn summarize(values: BTreeMap<String, Vec<f64>>, duration: Duration) -> WorkloadResult {
     let mut r = super::empty_result("command", duration.as_secs_f64());
     for (name, samples) in values {
@@ -124,13 +125,8 @@ fn summarize(values: BTreeMap<String, Vec<f64>>, duration: Duration) -> Workload
             samples.iter().sum::<f64>() / samples.len().max(1) as f64,
             "the mean of its values is not a finite number (they sum past 1.8e308)",
         );
-        r.series.insert(
-            name,
-            Series {
-                unit: String::new(),
-                samples,
-            },
-        );
+        r.series
+            .insert(name, Series::bounded(String::new(), samples));
     }
     r
 }
@@ -166,6 +162,21 @@ mod tests {
         );
         assert!(!r.metrics.contains_key("big"));
         assert!(r.unavailable["big"].contains("not a finite number"));
+    }
+
+    // Issue 61, finding 2: every value a script printed went into the result, a million of
+    // them into every boot of the journal.
+    #[test]
+    fn a_million_values_give_their_mean_and_a_bounded_series() {
+        let values: Vec<f64> = (0..1_000_000).map(|i| f64::from(i % 7)).collect();
+        let r = summarize(BTreeMap::from([("ms".to_owned(), values)]), Duration::ZERO);
+        let mean = (0..1_000_000).map(|i| f64::from(i % 7)).sum::<f64>() / 1e6;
+        assert_eq!(r.metrics["ms"], mean, "the mean of all of them");
+        let s = &r.series["ms"];
+        assert_eq!(
+            (s.samples.len(), s.count),
+            (firstbad_wire::KEPT_SAMPLES, Some(1_000_000))
+        );
     }
 
     #[test]

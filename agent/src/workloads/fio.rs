@@ -133,6 +133,7 @@ pub fn parse(output: &str) -> Result<Parsed, String> {
             Series {
                 unit: "MB/s".to_owned(),
                 samples: per_job,
+                count: None,
             },
         );
     }

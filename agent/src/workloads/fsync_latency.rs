@@ -214,6 +214,7 @@ fn summarize(
         Series {
             unit: "ms".to_owned(),
             samples,
+            count: None,
         },
     );
     r

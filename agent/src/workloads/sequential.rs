@@ -254,6 +254,7 @@ fn summarize(transfers: &[Transfer], wall: f64, duration_s: f64) -> WorkloadResu
         Series {
             unit: "ms".to_owned(),
             samples: all,
+            count: None,
         },
     );
     r.series.insert(
@@ -261,6 +262,7 @@ fn summarize(transfers: &[Transfer], wall: f64, duration_s: f64) -> WorkloadResu
         Series {
             unit: "MB/s".to_owned(),
             samples: per_target,
+            count: None,
         },
     );
     r

@@ -229,6 +229,7 @@ fn summarize(threads: &[ThreadResult], wall: f64, duration: Duration) -> Workloa
         Series {
             unit: "MB/s".to_owned(),
             samples: per_thread,
+            count: None,
         },
     );
     r.series.insert(
@@ -236,6 +237,7 @@ fn summarize(threads: &[ThreadResult], wall: f64, duration: Duration) -> Workloa
         Series {
             unit: "ms".to_owned(),
             samples,
+            count: None,
         },
     );
     r

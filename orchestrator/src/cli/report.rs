@@ -166,7 +166,14 @@ pub(super) fn bundle_cmd(hunt: &Path, dir: &Path) -> anyhow::Result<u8> {
         }
     };
     let email = render(&ctx, &cfg.repo, &id, &state, Some(Format::Email));
-    let tar = report::bundle::write(dir, cfg, &parent, commit, &email)?;
+    let tar = match report::bundle::write(dir, cfg, &parent, commit, &email) {
+        Ok(tar) => tar,
+        Err(e) if e.is_bad_input() => {
+            eprintln!("firstbad: --bundle {}: {e}", dir.display());
+            return Ok(exit_code::BAD_INPUT);
+        }
+        Err(e) => return Err(e.into()),
+    };
     eprintln!(
         "firstbad: wrote {} and {}: `{}/{}` boots {} against {}",
         dir.display(),

@@ -9,8 +9,8 @@ pub(crate) struct Args {
     /// Every cell, 1000 replicates each (minutes in release); default: the quick run.
     #[arg(long)]
     full: bool,
-    /// Replicates per cell (default 1000 with --full, 100 without).
-    #[arg(long)]
+    /// Replicates per cell (default 1000 with --full, 100 without; 1 to 1,000,000).
+    #[arg(long, value_parser = replicate_count)]
     replicates: Option<usize>,
     /// Seed of all random draws: the same seed gives the same table.
     #[arg(long, default_value_t = 1)]
@@ -18,10 +18,11 @@ pub(crate) struct Args {
     /// Only these candidate counts N (repeat or comma-separate), e.g. `--n 64,1024`. With all
     /// four of --n, --d, --noise and --shape, every combination of them is run, whether or not
     /// the published tables have it; with fewer, the quick (or --full) run's cells they keep.
-    #[arg(long, value_delimiter = ',')]
+    /// N is 2 to 1,048,576.
+    #[arg(long, value_delimiter = ',', value_parser = candidate_count)]
     n: Vec<usize>,
-    /// Only these effects Δ/σ, e.g. `--d 1,2`.
-    #[arg(long, value_delimiter = ',')]
+    /// Only these effects Δ/σ, e.g. `--d 1,2` (above 0, at most 100).
+    #[arg(long, value_delimiter = ',', value_parser = effect, allow_negative_numbers = true)]
     d: Vec<f64>,
     /// Only these noise kinds: normal, lognormal, outliers, drift, step, failed, burst, wander,
     /// recorded (real boots of tests/corpus/ replayed).
@@ -104,6 +105,52 @@ pub(super) fn run(a: Args) -> anyhow::Result<u8> {
         print!("\nWhere firstbad-run's boots went (mean per history):\n\n{phases}");
     }
     Ok(exit_code::OK)
+}
+
+/// The most candidates a simulated history has: 64 times the largest published cell
+/// (16,384), a history held in memory per replicate and thread.
+const MAX_CANDIDATES: usize = 1 << 20;
+
+/// The most replicates a cell runs: a thousand times the published tables' 1000 would take
+/// days; the table's figures do not move past it.
+const MAX_REPLICATES: usize = 1_000_000;
+
+/// The largest effect Δ/σ simulated: a boot's value is e^(σ·Δ) times the good one, which
+/// past a few hundred is no longer a finite number (`--d 1e300` printed 300 digits).
+const MAX_EFFECT: f64 = 100.0;
+
+/// Parses a `--n`: two candidates or more (two culprits need two commits, and `--n 0`
+/// panicked; issue 61, finding 8), at most [`MAX_CANDIDATES`].
+fn candidate_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (2..=MAX_CANDIDATES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "a history of {s} candidate commits cannot be simulated: give a whole number from \
+             2 to {MAX_CANDIDATES}"
+        )),
+    }
+}
+
+/// Parses a `--replicates`: 1 to [`MAX_REPLICATES`] (`--replicates 0` panicked).
+fn replicate_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_REPLICATES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{s} replicates per cell: give a whole number from 1 to {MAX_REPLICATES}"
+        )),
+    }
+}
+
+/// Parses a `--d`: a finite effect above 0 and at most [`MAX_EFFECT`] (`--d nan` printed an
+/// empty table with exit 0).
+fn effect(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= MAX_EFFECT => Ok(d),
+        _ => Err(format!(
+            "an effect Δ/σ of {s} cannot be simulated: give a number above 0 and at most \
+             {MAX_EFFECT} (e.g. 0.5, 1, 2)"
+        )),
+    }
 }
 
 /// Checks a `--noise` name against [`firstbad::sim::Noise::name`].

@@ -269,11 +269,17 @@ fn source_build_at(
         )
     })?;
     let kernel_config = v.path(&f("config"), &raw_config)?;
-    if !kernel_config.is_file() {
+    let what = match std::fs::metadata(&kernel_config) {
+        Ok(m) => crate::files::not_regular(m.file_type())
+            .map(|kind| format!("is {kind}, not a regular file")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".to_owned()),
+        Err(e) => Some(format!("cannot be read: {e}")),
+    };
+    if let Some(what) = what {
         return Err(v.field(
             &f("config"),
             format!(
-                "{} does not exist: point it at a kernel .config (configs/kernel/ has one)",
+                "{} {what}: point it at a kernel .config (configs/kernel/ has one)",
                 snippet(&kernel_config.display().to_string())
             ),
         ));

@@ -137,5 +137,32 @@ pub(super) fn classify(v: &Validator, c: RawClassify) -> Result<ClassifyConfig, 
             ),
         ));
     }
+    // The baselines confirm a regression when Mann-Whitney's p is below alpha; at their last
+    // look it can go no lower than this (issue 61, finding 4).
+    let floor = crate::stats::smallest_mann_whitney_p(classify.max_baseline_boots as usize);
+    if classify.alpha <= floor {
+        return Err(v.field(
+            "classify.alpha",
+            format!(
+                "{} is at or below {:.2e}, the smallest p-value {} boots of each endpoint \
+                 (classify.max_baseline_boots) can give: no regression could ever be \
+                 confirmed; use at least {} (the default is 0.01)",
+                crate::text::number(classify.alpha),
+                floor,
+                classify.max_baseline_boots,
+                rounded_up(floor)
+            ),
+        ));
+    }
     Ok(classify)
+}
+
+/// `x` > 0 rounded up to two significant digits, written short (`1.6e-4`): a value the user
+/// can copy that is above `x`.
+fn rounded_up(x: f64) -> String {
+    let e = x.log10().floor() as i32;
+    let m = (x / 10f64.powi(e) * 10.0).ceil() / 10.0;
+    // Above `x` even if the division rounded down.
+    let m = if m * 10f64.powi(e) <= x { m + 0.1 } else { m };
+    format!("{}e{e}", (m * 10.0).round() / 10.0)
 }

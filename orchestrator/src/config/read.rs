@@ -2,7 +2,6 @@
 //! sees it, and every message is one short line that never echoes the file wholesale.
 
 use crate::error::ConfigError;
-use std::io::Read;
 use std::path::Path;
 
 /// The largest hunt file read: the examples are about 1 KiB, so 1 MiB is a wrong file,
@@ -15,19 +14,23 @@ const SNIPPET_CHARS: usize = 80;
 /// Longest message after `file: field: `, in characters; keeps every error one short line.
 const MESSAGE_CHARS: usize = 240;
 
-/// Reads a text file of at most [`MAX_FILE_BYTES`] that is UTF-8 without NUL bytes.
+/// Reads a text file of at most [`MAX_FILE_BYTES`] that is UTF-8 without NUL bytes. Only a
+/// regular file is read, opened without waiting: a FIFO hung `run`, `report` and `watch`
+/// (issue 61, finding 5).
 pub(super) fn text_file(path: &Path) -> Result<String, ConfigError> {
+    use crate::files::{self, FileError};
     let read_error = |source| ConfigError::Read {
         path: path.to_owned(),
         source,
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
-        .map_err(read_error)?;
-    if bytes.len() > MAX_FILE_BYTES {
-        return Err(too_large(path));
-    }
+    let bytes = match files::open_regular(path)
+        .and_then(|f| files::read_capped(f, MAX_FILE_BYTES as u64))
+    {
+        Ok(bytes) => bytes,
+        Err(FileError::TooLarge { .. }) => return Err(too_large(path)),
+        Err(FileError::Io(e)) => return Err(read_error(e)),
+        Err(e) => return Err(read_error(std::io::Error::other(e.to_string()))),
+    };
     if let Some(at) = bytes.iter().position(|&b| b == 0) {
         return Err(nul_byte(path, &bytes, at));
     }

@@ -292,6 +292,19 @@ impl SeriesConfig {
                 ),
             ));
         }
+        // git's `ext::` runs the rest as a command and `fd::` talks over a descriptor it never
+        // had: neither names a repository to follow (issue 61, finding 6).
+        if let Some(transport) = command_transport(&series.remote) {
+            return Err(field(
+                "series.remote",
+                format!(
+                    "{} uses git's \"{transport}::\" transport, which runs a command or reads a \
+                     file descriptor instead of fetching a repository: give a URL (https://, \
+                     ssh://, file://) or a path",
+                    read::snippet(&series.remote)
+                ),
+            ));
+        }
         let branch = series.branch.unwrap_or_else(|| "master".into());
         if branch.trim().is_empty()
             || branch.starts_with('-')
@@ -425,8 +438,17 @@ impl SeriesConfig {
         })
     }
 
-    /// The repository the remote names when it is a path (not a URL, not `host:path`).
+    /// The repository the remote names when it is a path (not a URL, not `host:path`), or a
+    /// `file://` URL's path.
     pub fn remote_path(&self) -> Option<&Path> {
+        if let Some(path) = self
+            .remote
+            .get(.."file://".len())
+            .filter(|scheme| scheme.eq_ignore_ascii_case("file://"))
+            .map(|_| &self.remote["file://".len()..])
+        {
+            return Some(Path::new(path));
+        }
         let url = self.remote.contains("://") || is_scp_like(&self.remote);
         (!url).then(|| Path::new(&self.remote))
     }
@@ -683,6 +705,16 @@ fn dash_at(remote: &str) -> Option<&'static str> {
     let host = remote.split_once("://").map(|(_, rest)| rest)?;
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     host.starts_with('-').then_some("its host")
+}
+
+/// The transport of a remote `<transport>::<address>` that runs a command or reads a
+/// descriptor (git's `ext::` and `fd::` remote helpers), in the case the file gives it.
+fn command_transport(remote: &str) -> Option<&str> {
+    let (transport, _) = remote.trim_start().split_once("::")?;
+    ["ext", "fd"]
+        .iter()
+        .any(|t| transport.eq_ignore_ascii_case(t))
+        .then_some(transport)
 }
 
 /// `user@host:path`, git's scp-like ssh syntax (a path with a colon before any slash).

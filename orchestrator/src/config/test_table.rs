@@ -74,6 +74,10 @@ fn measure(
              \"real_time\" (Google Benchmark) or a key of the JSON line the command prints",
         ));
     }
+    v.one_line("test.metric", &field)?;
+    if let Some(b) = &benchmark {
+        v.one_line("test.metric.benchmark", b)?;
+    }
     let format = crate::metric::Format::from_hunt_file(
         test.format.as_deref(),
         test.pattern.as_deref(),
@@ -106,16 +110,20 @@ fn measure(
             let p = PathBuf::from(o);
             // Read from the candidate's checkout: a path outside it would be shared by every
             // candidate, and one run could read another's result.
+            // Its last word names the file: `"."`, `"d/"` or `"d/."` name a directory, which
+            // no run can write a result to (issue 61, finding 6: every run failed, exit 5).
+            let last = o.rsplit('/').next().unwrap_or("");
             if o.trim().is_empty()
                 || p.is_absolute()
                 || p.components()
                     .any(|c| matches!(c, std::path::Component::ParentDir))
+                || matches!(last, "" | "." | "..")
             {
                 return Err(v.field(
                     "test.output",
                     format!(
-                        "{} must be a path inside the checkout, relative to it (e.g. \
-                         \"results.json\"), where the command writes its result",
+                        "{} must be the path of a file inside the checkout, relative to it \
+                         (e.g. \"results.json\"), where the command writes its result",
                         snippet(o)
                     ),
                 ));

@@ -1019,3 +1019,55 @@ fn bad_distcc_hosts_are_refused_with_the_entry_and_the_fix() {
     let e = HuntFile::load(&p).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("distcc") && e.contains("sequence"), "{e}");
 }
+
+/// Issue 61, finding 6: a series remote `ext::…` or `fd::17` (git's transports that run a
+/// command or read a descriptor) and a `file://` URL of no repository ended every cycle with
+/// exit 5, "rerun to resume", and `watch --every` retried them for ever. The first two are
+/// refused when the file is read, the third before the fetch; each names `series.remote`.
+#[test]
+fn series_remotes_that_run_commands_or_name_no_repository_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path(), "");
+    let series = |remote: &str| {
+        let path = write(
+            dir.path(),
+            "series.toml",
+            &format!(
+                "[series]\nname = \"s\"\nremote = {remote:?}\nrepo = \"linux\"\n\n[build]\nconfig = \
+                 \"kernel.config\"\n\n[[hosts]]\nkind = \"qemu\"\n\n[workload]\nfile = \
+                 \"fsync.toml\"\nmetric = \"fsync_latency_p50_ms\"\n"
+            ),
+        );
+        SeriesConfig::load(&path)
+    };
+    for remote in [
+        "ext::sh -c touch% /tmp/firstbad-pwned",
+        "EXT::sh -c true",
+        "fd::17",
+        "fd::0,1",
+    ] {
+        let e = series(remote).expect_err(remote).to_string();
+        assert!(
+            e.contains("series.toml: series.remote: ") && e.contains("runs"),
+            "{remote}: {e}"
+        );
+    }
+    let e = series("file:///nonexistent/linux.git")
+        .unwrap()
+        .check_remote()
+        .expect_err("a file URL of nothing")
+        .to_string();
+    assert!(
+        e.contains("series.remote") && e.contains("/nonexistent/linux.git does not exist"),
+        "{e}"
+    );
+    let here = format!("file://{}", dir.path().display());
+    series(&here)
+        .unwrap()
+        .check_remote()
+        .expect("a file URL of a directory");
+    series("https://git.example.org/linux.git")
+        .unwrap()
+        .check_remote()
+        .expect("an https URL");
+}

@@ -301,6 +301,15 @@ fn report(v: &Validator, raw: super::raw::RawReport) -> Result<ReportConfig, Con
             ));
         }
     }
+    for (field, value) in [
+        ("report.web_link", &raw.web_link),
+        ("report.bisected_by", &raw.bisected_by),
+        ("report.reported_by", &raw.reported_by),
+    ] {
+        if let Some(value) = value {
+            v.one_line(field, value)?;
+        }
+    }
     Ok(ReportConfig {
         web_link: raw.web_link,
         bisected_by: raw.bisected_by,
@@ -318,6 +327,7 @@ fn workload(v: &Validator, raw: RawWorkloadRef) -> Result<WorkloadConfig, Config
         )
     })?;
     let metric = raw.metric;
+    v.one_line("workload.metric", &metric)?;
     // fio and command workloads name their metrics after the job file or script, so they
     // can only be checked once a run has reported.
     if let Some(known) = known_metrics(&workload).filter(|k| !k.contains(&metric.as_str())) {
@@ -381,6 +391,23 @@ pub(super) struct Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// Refuses a `field` that reports write on a line of their own (a trailer, a metric's
+    /// name) when it holds a control character: a CR or LF wrote a `Bcc:` line into the
+    /// e-mail report (issue 61, finding 7).
+    pub(super) fn one_line(&self, field: &str, value: &str) -> Result<(), ConfigError> {
+        if !value.chars().any(char::is_control) {
+            return Ok(());
+        }
+        Err(self.field(
+            field,
+            format!(
+                "{} holds a control character (a line break, a tab, an escape), which would \
+                 write lines of its own into the reports: put it on one line",
+                snippet(value)
+            ),
+        ))
+    }
+
     /// An error about `field`, its message made one short line.
     pub(super) fn field(&self, field: &str, message: impl Into<String>) -> ConfigError {
         ConfigError::Field {

@@ -142,6 +142,10 @@ pub struct Reading {
     pub format: &'static str,
 }
 
+/// The most sub-samples a run keeps ([`firstbad_wire::Series::bounded`]; issue 61, finding
+/// 2): the run's value is computed from all of them first.
+pub const KEPT_SAMPLES: usize = firstbad_wire::KEPT_SAMPLES;
+
 /// The largest file read for a metric (a result file, criterion's files beside it): benchmark
 /// tools write kilobytes; a runaway log must not take the controller's memory.
 pub const MAX_OUTPUT_BYTES: u64 = 64 << 20;
@@ -343,6 +347,19 @@ mod tests {
             benchmark: benchmark.map(str::to_string),
             field: field.to_string(),
         }
+    }
+
+    #[test]
+    fn kept_samples_are_evenly_spaced_and_at_most_the_bound() {
+        use firstbad_wire::Series;
+        let few: Vec<f64> = (0..KEPT_SAMPLES).map(|i| i as f64).collect();
+        let s = Series::bounded("ms".into(), few.clone());
+        assert_eq!((s.samples, s.count), (few, None));
+        let many: Vec<f64> = (0..1_000_000).map(|i| i as f64).collect();
+        let s = Series::bounded("ms".into(), many);
+        assert_eq!((s.samples.len(), s.count), (KEPT_SAMPLES, Some(1_000_000)));
+        let k = &s.samples;
+        assert_eq!((k[0], k[1], k[KEPT_SAMPLES - 1]), (0.0, 244.0, 999_755.0));
     }
 
     #[test]

@@ -154,6 +154,9 @@ fn email_text(r: &Report) -> String {
             g.interval_method
                 .replace(" replicates resampling", " replicates\n  resampling")
         );
+        if let Some(k) = &r.samples_kept {
+            let _ = writeln!(out, "{}\n", k.words());
+        }
     }
     match (&r.first_bad, r.status) {
         (Some(c), _) => {

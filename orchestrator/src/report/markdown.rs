@@ -377,6 +377,9 @@ pub fn markdown(
     if let Some(s) = &state.baselines {
         let _ = writeln!(out, "\n{}", md(s));
     }
+    if let Some(k) = super::samples_kept(state, metric) {
+        let _ = writeln!(out, "\n{}", k.words());
+    }
     if let Some(f) = &state.forecast {
         let _ = writeln!(out, "\n## Forecast, made before the first candidate\n");
         for line in f.lines() {

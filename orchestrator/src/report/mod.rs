@@ -39,6 +39,7 @@ pub use model::{
 };
 
 pub use phases::RevertReport;
+pub use regression::{samples_kept, SamplesKept};
 
 /// The revert of a run's culprits together on top of bad (`hunt::steps::TOGETHER`), from its
 /// stage's state, `bad` the hunt's bad endpoint; `None` before it began.

@@ -55,6 +55,10 @@ pub struct Report {
     pub baselines: Option<String>,
     /// What regressed and by how much: the raw samples of the good and bad endpoints.
     pub regression: Option<Regression>,
+    /// How many sub-samples a run kept of how many it gave, when a run gave more than it
+    /// keeps; absent when every sample was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples_kept: Option<super::SamplesKept>,
     /// Every commit with a build or a boot: the endpoints first, then in verdict order.
     pub commits: Vec<CommitReport>,
     /// Settings of the test host that differ between good and bad boots (empty when the
@@ -501,7 +505,11 @@ impl Report {
             trailers.push(format!("Closes: {c}"));
         }
         // Read once: the reproduction carries its text, the e-mail its settings.
-        let workload = std::fs::read_to_string(ctx.workload_file).ok();
+        // A regular file of a hunt file's size at most: a FIFO would hang the report.
+        let workload = crate::files::open_regular(ctx.workload_file)
+            .and_then(|f| crate::files::read_capped(f, crate::config::MAX_FILE_BYTES as u64))
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
         let workload_parameters = workload
             .iter()
             .flat_map(|text| text.lines())
@@ -552,6 +560,7 @@ impl Report {
             confidence: confidence(state, &good, &bad, ctx),
             baselines: state.baselines.clone(),
             regression: regression(&good, &bad, ctx.metric, series_name_unit(state, ctx.metric)),
+            samples_kept: super::samples_kept(state, ctx.metric),
             snapshot_diff: snapshot_diff(&good, &bad),
             commits: list,
             pruned: state.pruned.as_ref().map(|p| PrunedReport {

@@ -21,6 +21,66 @@ pub(super) fn series_of<'r>(
         .or_else(|| result.series.iter().next())
 }
 
+/// How many sub-samples a run kept of how many it gave, for a hunt whose runs gave more than
+/// a run keeps ([`crate::metric::KEPT_SAMPLES`]; issue 61, finding 2).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SamplesKept {
+    /// Samples kept of the run that gave the most.
+    pub kept: usize,
+    /// Samples that run gave.
+    pub of: u64,
+    /// The sentence every report prints.
+    pub note: String,
+}
+
+impl SamplesKept {
+    /// `kept` of `of`, with its sentence.
+    pub fn new(kept: usize, of: u64) -> SamplesKept {
+        let note = format!(
+            "A run gave up to {of} samples: kept {kept} of {of} samples of such a run, evenly \
+             spaced in the order they came; each run's value is computed from all of them, \
+             the pooled figures and plots from those kept.",
+            kept = thousands(kept as u64),
+            of = thousands(of),
+        );
+        SamplesKept { kept, of, note }
+    }
+
+    /// The sentence every report prints.
+    pub fn words(&self) -> &str {
+        &self.note
+    }
+}
+
+/// `n` with a comma every three digits (`1,000,000`).
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// The [`SamplesKept`] of the run that gave the most samples, when any run's were thinned.
+pub fn samples_kept(state: &HuntState, metric: &str) -> Option<SamplesKept> {
+    state
+        .boots
+        .values()
+        .flatten()
+        .filter_map(|b| match &b.outcome {
+            BootOutcome::Measured { result, .. } => {
+                series_of(result, metric).and_then(|(_, s)| s.count.map(|of| (of, s.samples.len())))
+            }
+            BootOutcome::Failed { .. } => None,
+        })
+        .max()
+        .map(|(of, kept)| SamplesKept::new(kept, of))
+}
+
 /// The unit of the compared series (`ms`), from the first measured boot.
 pub(super) fn series_name_unit(state: &HuntState, metric: &str) -> Option<(String, String)> {
     state

@@ -412,7 +412,7 @@ pub fn assess_baselines(
     if n >= last {
         return BaselineOutcome::Refuted(format!(
             "good and bad are not distinguishable at alpha {}: {figures}",
-            cfg.alpha
+            crate::text::number(cfg.alpha)
         ));
     }
     BaselineOutcome::NeedMore

@@ -214,12 +214,13 @@ impl Runner {
         };
         result.set_metric(&self.metric.field, reading.value, "not a finite number");
         if !reading.samples.is_empty() {
+            // The value above is from every sample; the journal keeps a bounded few.
             result.series.insert(
                 self.metric.field.clone(),
-                firstbad_wire::Series {
-                    unit: reading.unit.clone().unwrap_or_default(),
-                    samples: reading.samples,
-                },
+                firstbad_wire::Series::bounded(
+                    reading.unit.clone().unwrap_or_default(),
+                    reading.samples,
+                ),
             );
         }
         Ok(BootOutcome::Measured {

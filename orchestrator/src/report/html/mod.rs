@@ -9,12 +9,23 @@ use std::fmt::Write;
 
 mod plots;
 
-/// `s` with the HTML special characters escaped, for text and attribute values.
+/// `s` with the HTML special characters escaped, for text and attribute values, and every
+/// control character but a line break and a tab shown as U+FFFD (an ESC from a subject or a
+/// command's unit reached the page raw; issue 61, finding 7).
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.push(crate::text::REPLACEMENT),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The page's style sheet, inline so the file stands alone.
@@ -69,11 +80,17 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             let _ = writeln!(o, "<tr><th>Date</th><td>{}</td></tr>", esc(d));
         }
         if let Some(l) = &c.link {
-            let _ = writeln!(
-                o,
-                "<tr><th>Link</th><td><a href=\"{0}\">{0}</a></td></tr>",
-                esc(l)
-            );
+            // Only a web address is a link: `javascript:` from `[report] web_link` was live
+            // (issue 61, finding 7); anything else is shown as text.
+            let _ = if is_web_link(l) {
+                writeln!(
+                    o,
+                    "<tr><th>Link</th><td><a href=\"{0}\">{0}</a></td></tr>",
+                    esc(l)
+                )
+            } else {
+                writeln!(o, "<tr><th>Link</th><td>{}</td></tr>", esc(l))
+            };
         }
         let _ = writeln!(o, "</table>");
         if let Some(d) = &c.diffstat {
@@ -131,6 +148,9 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
             g.median_ratio.value, g.median_ratio.low, g.median_ratio.high, g.p99_ratio.value, g.p99_ratio.low, g.p99_ratio.high,
             esc(&g.series), esc(&g.interval_method)
         );
+    }
+    if let Some(k) = &r.samples_kept {
+        let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(k.words()));
     }
     let _ = writeln!(
         o,
@@ -261,4 +281,11 @@ pub fn html(r: &Report, range: Option<&[String]>) -> String {
     }
     let _ = writeln!(o, "</body></html>");
     o
+}
+
+/// Whether `link` is an http(s) address, the only kind the report makes a live link.
+fn is_web_link(link: &str) -> bool {
+    let lower = link.trim_start().to_ascii_lowercase();
+    (lower.starts_with("https://") || lower.starts_with("http://"))
+        && link.trim_start().len() == link.len()
 }

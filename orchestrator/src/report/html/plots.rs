@@ -48,7 +48,15 @@ pub(crate) fn svg(
             .and_then(|_| root.present().map_err(|e| e.to_string().into()))
     };
     match r {
-        Ok(()) => buf,
+        // plotters escapes markup but not control characters (a command's unit is input).
+        Ok(()) => buf
+            .chars()
+            .map(|c| match c {
+                '\n' | '\t' => c,
+                c if c.is_control() => crate::text::REPLACEMENT,
+                c => c,
+            })
+            .collect(),
         Err(e) => format!("<p class=\"err\">plot failed: {}</p>", esc(&e.to_string())),
     }
 }
