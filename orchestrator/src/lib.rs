@@ -29,6 +29,7 @@ pub mod metric;
 pub mod notify;
 pub mod posterior;
 pub mod prebuilt;
+pub mod pressure;
 pub mod replay;
 pub mod report;
 pub mod search;

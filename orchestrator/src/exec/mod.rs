@@ -81,7 +81,7 @@ pub trait TestHost: Send + Sync + 'static {
     /// The stall counters of the machine this host runs on, when that is the controller's own
     /// (a local VM): read at each boot's start and end, the boot's pressure is journalled
     /// beside it ([`Event::BootPressure`]). Hosts elsewhere have none.
-    fn pressure(&self) -> Option<crate::hosts::pressure::Snapshot> {
+    fn pressure(&self) -> Option<crate::pressure::Snapshot> {
         None
     }
     /// At the end of a hunt: the checkpoints of this host's boots that an interrupted run
@@ -127,7 +127,7 @@ enum Done {
         BootJob,
         String,
         Result<BootOutcome, HostError>,
-        Option<crate::hosts::pressure::HostPressure>,
+        Option<crate::journal::HostPressure>,
     ),
     Tested(String, u32, Result<TestOutcome, HostError>),
 }

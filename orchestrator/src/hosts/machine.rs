@@ -68,9 +68,9 @@ impl TestHost for Machine {
         &self.name
     }
 
-    fn pressure(&self) -> Option<super::pressure::Snapshot> {
+    fn pressure(&self) -> Option<crate::pressure::Snapshot> {
         // A qemu VM runs on this machine: its neighbours are this machine's.
-        self.local.then(super::pressure::Snapshot::now)
+        self.local.then(crate::pressure::Snapshot::now)
     }
 
     fn boot(self: Arc<Self>, job: BootJob) -> Task<Result<BootOutcome, HostError>> {

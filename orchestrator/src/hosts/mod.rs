@@ -9,7 +9,6 @@ pub mod cpio;
 pub mod lava;
 pub mod machine;
 pub mod modules;
-pub mod pressure;
 pub mod qemu;
 pub mod session;
 pub mod ssh;

@@ -19,7 +19,7 @@ pub struct BootRecord {
     /// How busy the machine of a local host was during it ([`Event::BootPressure`]).
     ///
     /// [`Event::BootPressure`]: crate::journal::Event::BootPressure
-    pub pressure: Option<crate::hosts::pressure::HostPressure>,
+    pub pressure: Option<crate::journal::HostPressure>,
 }
 
 /// One drift check of the good endpoint.

@@ -836,7 +836,7 @@ mod tests {
     /// A boot's pressure lands on its record, and a pool is aligned on its reference host.
     #[test]
     fn a_boot_s_pressure_lands_on_its_record_and_a_pool_s_levels_are_aligned() {
-        use crate::hosts::pressure::HostPressure;
+        use crate::journal::HostPressure;
         let mut s = HuntState::default();
         let measured = |value: f64| BootOutcome::Measured {
             kernel_release: "r".into(),

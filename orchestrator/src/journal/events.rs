@@ -254,7 +254,7 @@ pub enum Event {
         /// The error, for a person.
         reason: String,
     },
-    /// How busy the machine a local host runs on was during a boot ([`crate::hosts::pressure`]):
+    /// How busy the machine a local host runs on was during a boot ([`crate::pressure`]):
     /// journalled right after the boot's [`Event::BootFinished`], for the reports and for
     /// reading the boot against its neighbours' load.
     BootPressure {
@@ -265,7 +265,7 @@ pub enum Event {
         /// The host.
         host: String,
         /// The stalled shares of the boot's window.
-        pressure: crate::hosts::pressure::HostPressure,
+        pressure: super::HostPressure,
     },
     /// A host's write-ahead record of a boot under way ([`crate::exec::checkpoint`]): a farm
     /// writes one with its token before it submits the job, then one with the id the farm gave

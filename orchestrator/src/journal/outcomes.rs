@@ -185,3 +185,37 @@ pub enum HuntEnd {
         summary: String,
     },
 }
+
+/// What a boot's window saw: the share of its time (0 to 1) in which some task waited for
+/// each resource, and the window's length. `None` for a resource the machine does not report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HostPressure {
+    /// Share of the window with some task waiting for a CPU.
+    pub cpu: Option<f64>,
+    /// Share of the window with some task waiting for I/O.
+    pub io: Option<f64>,
+    /// Share of the window with some task waiting for memory.
+    pub memory: Option<f64>,
+    /// The window's length in seconds (the boot and its workload).
+    pub seconds: f64,
+}
+
+impl HostPressure {
+    /// As a report shows it beside a boot: `cpu 45% io 3%` (memory only when it stalled).
+    pub fn brief(&self) -> String {
+        let pct = |x: Option<f64>| x.map_or("-".to_owned(), |v| format!("{:.0}%", 100.0 * v));
+        let mut s = format!("cpu {} io {}", pct(self.cpu), pct(self.io));
+        if self.memory.is_some_and(|m| m >= 0.005) {
+            s.push_str(&format!(" mem {}", pct(self.memory)));
+        }
+        s
+    }
+
+    /// The largest share of the three: how busy the machine's neighbours kept it.
+    pub fn worst(&self) -> f64 {
+        [self.cpu, self.io, self.memory]
+            .into_iter()
+            .flatten()
+            .fold(0.0, f64::max)
+    }
+}

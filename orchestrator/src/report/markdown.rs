@@ -193,11 +193,7 @@ const BUSY_LISTED: usize = 10;
 ///
 /// [`Event::BootPressure`]: crate::journal::Event::BootPressure
 fn pressure_lines(out: &mut String, state: &HuntState) {
-    let mut boots: Vec<(
-        &str,
-        &crate::hunt::BootRecord,
-        crate::hosts::pressure::HostPressure,
-    )> = state
+    let mut boots: Vec<(&str, &crate::hunt::BootRecord, crate::journal::HostPressure)> = state
         .boots
         .iter()
         .flat_map(|(c, rs)| rs.iter().map(move |r| (c.as_str(), r)))
@@ -207,7 +203,7 @@ fn pressure_lines(out: &mut String, state: &HuntState) {
         return;
     }
     boots.sort_by_key(|(_, r, _)| r.seq);
-    let med = |f: fn(&crate::hosts::pressure::HostPressure) -> Option<f64>| {
+    let med = |f: fn(&crate::journal::HostPressure) -> Option<f64>| {
         let v: Vec<f64> = boots.iter().filter_map(|(_, _, p)| f(p)).collect();
         if v.is_empty() {
             "-".to_owned()
