@@ -920,7 +920,9 @@ fn a_regression_in_two_steps_gives_both_culprits_in_one_run_across_a_kill_9() {
 /// read) took `firstbad run` to 989 MB of memory and the journal to 104 MB in 18 runs;
 /// `report --format json` then took 814 s. A run keeps its value (the mean of ALL its values,
 /// so verdicts do not change) and at most `KEPT_SAMPLES` of them, evenly spaced; the reports
-/// say how many of how many.
+/// say how many of how many. Runs of 50,000 values here (12 times the bound, the same code
+/// path): a million a run took this test 133 s of the fast tier; at 5,000 or 50,000 it takes
+/// about 50 s on a loaded machine, spent past the bound (not yet looked into).
 #[test]
 fn a_run_of_a_million_values_keeps_a_bounded_sample_and_the_reports_say_so() {
     let values: Vec<&str> = (0..6).map(|i| if i >= 3 { "130" } else { "100" }).collect();
@@ -928,7 +930,7 @@ fn a_run_of_a_million_values_keeps_a_bounded_sample_and_the_reports_say_so() {
         std::fs::write(
             repo.join("bench.sh"),
             "#!/bin/sh\nawk -v v=\"$(cat VALUE)\" -v r=\"${FIRSTBAD_RUN:-0}\" 'BEGIN { for (i = 0; \
-             i < 1000000; i++) printf \"{\\\"ms\\\": %d.%d}\\n\", v, (i + r) % 7 }'\n",
+             i < 50000; i++) printf \"{\\\"ms\\\": %d.%d}\\n\", v, (i + r) % 7 }'\n",
         )
         .unwrap();
     });
@@ -950,13 +952,12 @@ fn a_run_of_a_million_values_keeps_a_bounded_sample_and_the_reports_say_so() {
         })
         .map(|e| e.metadata().unwrap().len())
         .sum();
-    // 4096 values of a run as JSON are about 30 KB; before, 5.8 MB.
+    // 4096 values of a run as JSON are about 30 KB; before, 5.8 MB for a million.
     assert!(
         journal < 100_000 * runs as u64 + 1_000_000,
         "the journal holds {journal} bytes after {runs} runs"
     );
-    // Every run's value is the mean of all its million values: 100.3 or 130.3, whatever
-    // was kept.
+    // Every run's value is the mean of all its values: 100.3 or 130.3, whatever was kept.
     for c in &r.ids {
         for o in r.runs_of(c) {
             let BootOutcome::Measured { value, result, .. } = o else {
@@ -969,7 +970,7 @@ fn a_run_of_a_million_values_keeps_a_bounded_sample_and_the_reports_say_so() {
             );
             let series = &result.series["ms"];
             assert_eq!(series.samples.len(), firstbad::metric::KEPT_SAMPLES);
-            assert_eq!(series.count, Some(1_000_000));
+            assert_eq!(series.count, Some(50_000));
         }
     }
     for format in ["json", "markdown", "html"] {
@@ -981,7 +982,7 @@ fn a_run_of_a_million_values_keeps_a_bounded_sample_and_the_reports_say_so() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            text.contains("kept 4,096 of 1,000,000 samples"),
+            text.contains("kept 4,096 of 50,000 samples"),
             "{format}: {}",
             text.chars().take(3000).collect::<String>()
         );
