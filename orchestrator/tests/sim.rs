@@ -294,10 +294,11 @@ fn on_recorded_noise_a_demo_sized_regression_is_named_and_confirmed_every_time()
 }
 
 /// Issue 56's figure on real noise, kept from going back: at Δ/σ 2 on the recordings (a busy
-/// neighbour; two VMs beside each other) `firstbad run` is right 65% here (seed 4; 70% on seed
-/// 4242: the recordings are 38 and 54 boots, so where each history starts in them weighs more
-/// than 100 histories' sampling error) and states what it gets (65.3% claimed). Wrong and
-/// confirmed is 1%; the aim is ≤ 1% on every host, so more than 3% here fails.
+/// neighbour; two VMs beside each other; a quiet two-step hunt) `firstbad run` is right 76%
+/// here (seed 4; 86% on seed 4242: the recordings are 34-54 boots, so where each history
+/// starts in them weighs more than 100 histories' sampling error) and states what it gets
+/// (76.4% claimed). Wrong and confirmed is 0%; the aim is ≤ 1% on every host, so more than 3%
+/// here fails.
 #[test]
 fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence() {
     let c = Cell {
@@ -307,7 +308,7 @@ fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence()
         shape: Shape::OneCulprit,
     };
     let r = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
-    assert!(r.accuracy >= 0.6, "{r:?}");
+    assert!(r.accuracy >= 0.7, "{r:?}");
     calibrated(&r);
     assert!(r.wrong_confirmed.expect("re-tests") <= 0.03, "{r:?}");
 }

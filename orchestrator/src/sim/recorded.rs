@@ -253,6 +253,12 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "pool-two-vms",
         include_str!("../../../tests/corpus/pool-two-vms.tsv"),
     ),
+    ("twostep", include_str!("../../../tests/corpus/twostep.tsv")),
+    // 16 boots: kept for the record, too short to replay (MIN_REPLAYED_BOOTS).
+    (
+        "dirty-sata-2009",
+        include_str!("../../../tests/corpus/dirty-sata-2009.tsv"),
+    ),
 ];
 
 /// The built-in recordings, parsed; a malformed one is a bug of the repository (its test,
