@@ -273,6 +273,14 @@ fn firstbad_run_names_every_step_of_a_two_step_regression() {
     assert!(run.every_step >= 0.95 && run.wrong <= 0.02, "{run:?}");
 }
 
+/// One culprit among 64 commits at `d` on the recordings of real boots.
+fn recorded(d: f64) -> Cell {
+    Cell {
+        d,
+        ..cell(Noise::Recorded, Shape::OneCulprit)
+    }
+}
+
 /// Issue 55: the product's loop on this machine's real noise, no boot: `recorded` replays
 /// tests/corpus/ (chain's hunt beside the fast tier, a busy neighbour: σ 49% on the log scale,
 /// a good kernel's boot at 63.8 ms where its centre is 15; the pool's two VMs beside each
@@ -281,12 +289,7 @@ fn firstbad_run_names_every_step_of_a_two_step_regression() {
 /// commit is confirmed.
 #[test]
 fn on_recorded_noise_a_demo_sized_regression_is_named_and_confirmed_every_time() {
-    let c = Cell {
-        n: 64,
-        d: 4.5,
-        noise: Noise::Recorded,
-        shape: Shape::OneCulprit,
-    };
+    let c = recorded(4.5);
     let r = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
     // 100% on seeds 4 and 4242 (docs/test-suite.md); the culprit itself, each time.
     assert!(r.accuracy >= 0.99, "{r:?}");
@@ -301,12 +304,7 @@ fn on_recorded_noise_a_demo_sized_regression_is_named_and_confirmed_every_time()
 /// here fails.
 #[test]
 fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence() {
-    let c = Cell {
-        n: 64,
-        d: 2.0,
-        noise: Noise::Recorded,
-        shape: Shape::OneCulprit,
-    };
+    let c = recorded(2.0);
     let r = run_cell(Strategy::FirstbadRun, &c, REPS, SEED);
     assert!(r.accuracy >= 0.7, "{r:?}");
     calibrated(&r);
@@ -316,12 +314,7 @@ fn on_recorded_noise_a_two_sigma_regression_is_named_with_an_honest_confidence()
 /// The recorded kind is deterministic: the same seed replays the same boots.
 #[test]
 fn recorded_noise_replays_the_same_histories_for_the_same_seed() {
-    let c = Cell {
-        n: 64,
-        d: 2.0,
-        noise: Noise::Recorded,
-        shape: Shape::OneCulprit,
-    };
+    let c = recorded(2.0);
     let a = run_cell(Strategy::FirstbadRun, &c, 20, 7);
     let b = run_cell(Strategy::FirstbadRun, &c, 20, 7);
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
