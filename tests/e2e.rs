@@ -1178,9 +1178,11 @@ fn bisects_the_dirty_limits_cut_on_a_slow_disk_and_names_the_setting() {
         count(&events, "boot-finished"),
         "a boot without its pressure"
     );
+    let markdown = firstbad().arg("report").arg(&hunt).output().unwrap();
+    let markdown = String::from_utf8_lossy(&markdown.stdout);
     assert!(
-        stdout.contains("The machine's load during the boots"),
-        "{stdout}"
+        markdown.contains("## The machine's load during the boots"),
+        "{markdown}"
     );
     let json = firstbad()
         .args(["report", "--format", "json"])

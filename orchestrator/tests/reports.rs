@@ -212,6 +212,20 @@ fn fixture() -> Fixture {
             },
         })
         .unwrap();
+        // This machine's load during the boot (a local VM's): the third boot beside a busy
+        // neighbour.
+        j.append(&Event::BootPressure {
+            commit: c.into(),
+            boot: n,
+            host: "qemu0".into(),
+            pressure: firstbad::journal::HostPressure {
+                cpu: Some(if seed == 3 { 0.62 } else { 0.04 }),
+                io: Some(0.01),
+                memory: Some(0.0),
+                seconds: 9.5,
+            },
+        })
+        .unwrap();
     };
     built(&j, &good);
     built(&j, &bad);
@@ -671,6 +685,25 @@ fn markdown_and_bisect_log_still_name_the_culprit() {
             f.ids[CULPRIT], SUBJECTS[CULPRIT]
         )),
         "{log}"
+    );
+}
+
+/// Issue 56 item 3: the Markdown report gives the machine's load during the boots of a local
+/// VM, and names the boot taken beside a busy neighbour with its value.
+#[test]
+fn markdown_lists_the_boots_taken_while_the_machine_was_busy() {
+    let f = fixture();
+    let (_, commits, id, state) = build_report(&f);
+    let md = report::markdown(&f.cfg.name, &f.cfg.workload.metric, &id, &state, &commits);
+    let at = md
+        .find("## The machine's load during the boots (")
+        .unwrap_or_else(|| panic!("no load section:\n{md}"));
+    let section = &md[at..];
+    assert!(section.contains("CPU 4%, I/O 1%, memory 0%"), "{section}");
+    assert!(
+        section.contains("1 boot(s) ran with a stalled share of 20% or more")
+            && section.contains("cpu 62% io 1%"),
+        "{section}"
     );
 }
 
