@@ -219,7 +219,7 @@ fn a_workload_that_is_not_a_small_regular_file_is_refused_without_reading_it() {
         (dir, "a directory, not a regular file"),
         (big.as_path(), "more than 65536 bytes"),
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+        let child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
             .arg("run")
             .arg("--workload")
             .arg(path)
@@ -230,16 +230,7 @@ fn a_workload_that_is_not_a_small_regular_file_is_refused_without_reading_it() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run firstbad-agent");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("--workload {}: still reading after 20 s", path.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().expect("output");
+        let out = within_20_s(child, &format!("--workload {}", path.display()));
         assert_eq!(out.status.code(), Some(1), "{}", path.display());
         let err = decode(&out, TOKEN)
             .outcome()
@@ -273,7 +264,7 @@ fn a_token_file_that_is_not_a_small_regular_file_is_refused_without_reading_it()
         ),
         (big.as_path(), "more than 4096 bytes"),
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
+        let child = Command::new(env!("CARGO_BIN_EXE_firstbad-agent"))
             .arg("run")
             .arg("--workload")
             .arg(dir.join("workload.json"))
@@ -285,16 +276,7 @@ fn a_token_file_that_is_not_a_small_regular_file_is_refused_without_reading_it()
             .stderr(Stdio::piped())
             .spawn()
             .expect("run firstbad-agent");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("--token-file {}: still reading after 20 s", path.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().expect("output");
+        let out = within_20_s(child, &format!("--token-file {}", path.display()));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{}: {err}", path.display());
         assert!(
@@ -303,4 +285,19 @@ fn a_token_file_that_is_not_a_small_regular_file_is_refused_without_reading_it()
             path.display()
         );
     }
+}
+
+/// The agent's output once it ends, which must be within 20 s (a file it would read for good:
+/// killed, and the test fails naming `what`).
+fn within_20_s(mut child: std::process::Child, what: &str) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still reading after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
 }
